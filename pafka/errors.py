@@ -1,0 +1,362 @@
+"""The one exception tree of pafka.
+
+Every error a pafka component raises on purpose is a :class:`PafkaError`. Behaviour lives on the
+class, so each boundary maps errors exactly once:
+
+* ``code``: the Kafka wire error code the broker puts in a response,
+* ``http_status``: the status the gateway and the HTTP control/admin APIs answer with,
+* ``retriable``: whether a client may retry the same request unchanged.
+
+::
+
+    PafkaError
+    ├── ProtocolError            malformed frame / request; the connection is closed
+    ├── ConfigError              bad settings or topic configs (not on the wire)
+    ├── CoordinationError        ZooKeeper trouble (session lost, node taken, ...)
+    │   ├── BrokerIdTakenError
+    │   └── ControllerFencedError
+    └── KafkaApiError            one per wire error code, see the classes below
+
+Foreign errors (kazoo, OSError, kafka-python's codec) are translated where they enter: the ZooKeeper
+bridge, the storage layer and the codec adapter respectively.
+"""
+
+from __future__ import annotations
+
+
+class PafkaError(Exception):
+    """Base of every error pafka raises on purpose."""
+
+    code: int = -1
+    http_status: int = 500
+    retriable: bool = False
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or self.__class__.__doc__ or self.__class__.__name__)
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class ProtocolError(PafkaError):
+    """The peer sent bytes that are not a valid Kafka frame or request."""
+
+    code = 42
+    http_status = 400
+
+
+class ConfigError(PafkaError):
+    """A setting or configuration value is invalid."""
+
+    code = 40
+    http_status = 400
+
+
+class CoordinationError(PafkaError):
+    """ZooKeeper could not be used as required."""
+
+    retriable = True
+    http_status = 503
+
+
+class BrokerIdTakenError(CoordinationError):
+    """Another live broker is registered with this broker id."""
+
+    retriable = False
+
+
+class ControllerFencedError(CoordinationError):
+    """This controller's epoch is no longer current; it must stop acting."""
+
+    retriable = False
+
+
+class KafkaApiError(PafkaError):
+    """An error that has a Kafka wire error code."""
+
+
+class UnknownServerError(KafkaApiError):
+    """An unexpected server error."""
+
+    code = -1
+
+
+class OffsetOutOfRangeError(KafkaApiError):
+    """The requested offset is not within the range of offsets kept by the server."""
+
+    code = 1
+    http_status = 416
+
+
+class CorruptMessageError(KafkaApiError):
+    """The record batch failed its CRC check or is otherwise corrupt."""
+
+    code = 2
+    http_status = 400
+    retriable = True
+
+
+class UnknownTopicOrPartitionError(KafkaApiError):
+    """This server does not host this topic-partition."""
+
+    code = 3
+    http_status = 404
+    retriable = True
+
+
+class LeaderNotAvailableError(KafkaApiError):
+    """There is no leader for this topic-partition right now."""
+
+    code = 5
+    http_status = 503
+    retriable = True
+
+
+class NotLeaderOrFollowerError(KafkaApiError):
+    """This server is not the leader (or a follower) for that topic-partition."""
+
+    code = 6
+    http_status = 421
+    retriable = True
+
+
+class RequestTimedOutError(KafkaApiError):
+    """The request timed out."""
+
+    code = 7
+    http_status = 504
+    retriable = True
+
+
+class MessageTooLargeError(KafkaApiError):
+    """The record batch is larger than the topic's max.message.bytes."""
+
+    code = 10
+    http_status = 413
+
+
+class StaleControllerEpochError(KafkaApiError):
+    """The request came from a controller whose epoch is older than one already seen."""
+
+    code = 11
+    http_status = 409
+
+
+class CoordinatorNotAvailableError(KafkaApiError):
+    """The coordinator is not available."""
+
+    code = 15
+    http_status = 503
+    retriable = True
+
+
+class NotCoordinatorError(KafkaApiError):
+    """This is not the correct coordinator."""
+
+    code = 16
+    http_status = 421
+    retriable = True
+
+
+class InvalidTopicError(KafkaApiError):
+    """The topic name is illegal."""
+
+    code = 17
+    http_status = 400
+
+
+class NotEnoughReplicasError(KafkaApiError):
+    """Fewer in-sync replicas than min.insync.replicas; the write was not appended."""
+
+    code = 19
+    http_status = 503
+    retriable = True
+
+
+class NotEnoughReplicasAfterAppendError(KafkaApiError):
+    """The write was appended but the in-sync replicas shrank below min.insync.replicas."""
+
+    code = 20
+    http_status = 503
+    retriable = True
+
+
+class InvalidRequiredAcksError(KafkaApiError):
+    """acks must be -1, 0 or 1."""
+
+    code = 21
+    http_status = 400
+
+
+class UnsupportedVersionError(KafkaApiError):
+    """The version of this API is not supported."""
+
+    code = 35
+    http_status = 400
+
+
+class TopicAlreadyExistsError(KafkaApiError):
+    """The topic already exists."""
+
+    code = 36
+    http_status = 409
+
+
+class InvalidPartitionsError(KafkaApiError):
+    """The number of partitions is invalid."""
+
+    code = 37
+    http_status = 400
+
+
+class InvalidReplicationFactorError(KafkaApiError):
+    """The replication factor is invalid (above the number of live brokers, or below 1)."""
+
+    code = 38
+    http_status = 400
+
+
+class InvalidReplicaAssignmentError(KafkaApiError):
+    """The replica assignment is invalid."""
+
+    code = 39
+    http_status = 400
+
+
+class InvalidConfigError(KafkaApiError):
+    """A topic configuration is invalid."""
+
+    code = 40
+    http_status = 400
+
+
+class InvalidRequestError(KafkaApiError):
+    """The request is malformed or not valid for this server."""
+
+    code = 42
+    http_status = 400
+
+
+class OutOfOrderSequenceError(KafkaApiError):
+    """The broker received an out of order sequence number from an idempotent producer."""
+
+    code = 45
+    http_status = 409
+
+
+class DuplicateSequenceError(KafkaApiError):
+    """The broker received a duplicate sequence number."""
+
+    code = 46
+    http_status = 409
+
+
+class InvalidProducerEpochError(KafkaApiError):
+    """The producer's epoch is older than the one the broker knows."""
+
+    code = 47
+    http_status = 409
+
+
+class KafkaStorageError(KafkaApiError):
+    """Disk error when trying to access the log."""
+
+    code = 56
+    http_status = 500
+    retriable = True
+
+
+class UnknownProducerIdError(KafkaApiError):
+    """The broker has no state for this producer id."""
+
+    code = 59
+    http_status = 409
+
+
+class TopicDeletionDisabledError(KafkaApiError):
+    """Topic deletion is disabled."""
+
+    code = 73
+    http_status = 403
+
+
+class FencedLeaderEpochError(KafkaApiError):
+    """The leader epoch in the request is older than the broker's."""
+
+    code = 74
+    http_status = 409
+    retriable = True
+
+
+class UnknownLeaderEpochError(KafkaApiError):
+    """The leader epoch in the request is newer than the broker's."""
+
+    code = 75
+    http_status = 409
+    retriable = True
+
+
+class UnsupportedCompressionTypeError(KafkaApiError):
+    """The compression type of the batch is not supported."""
+
+    code = 76
+    http_status = 400
+
+
+class PreferredLeaderNotAvailableError(KafkaApiError):
+    """The preferred leader is not available."""
+
+    code = 80
+    http_status = 503
+    retriable = True
+
+
+class EligibleLeadersNotAvailableError(KafkaApiError):
+    """No eligible replica is alive to become leader."""
+
+    code = 83
+    http_status = 503
+    retriable = True
+
+
+class ElectionNotNeededError(KafkaApiError):
+    """The preferred replica is already the leader."""
+
+    code = 84
+    http_status = 409
+
+
+class InvalidRecordError(KafkaApiError):
+    """A record in the batch failed validation."""
+
+    code = 87
+    http_status = 400
+
+
+class UnknownTopicIdError(KafkaApiError):
+    """This server does not know the topic id."""
+
+    code = 100
+    http_status = 404
+    retriable = True
+
+
+def _subclasses(cls: type[PafkaError]) -> list[type[PafkaError]]:
+    found: list[type[PafkaError]] = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_subclasses(sub))
+    return found
+
+
+_BY_CODE: dict[int, type[KafkaApiError]] = {
+    cls.code: cls
+    for cls in _subclasses(KafkaApiError)
+    if issubclass(cls, KafkaApiError)
+}
+
+
+def for_code(code: int, message: str = "") -> KafkaApiError:
+    """The error a wire error code stands for (used where pafka is itself a Kafka client)."""
+    return _BY_CODE.get(code, UnknownServerError)(message or f"error code {code}")

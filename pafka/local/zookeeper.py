@@ -1,0 +1,133 @@
+"""A real ZooKeeper server from Debian's ``zookeeper`` package, for local clusters and tests.
+
+Runs ``QuorumPeerMain`` in standalone mode with its own config and data directory, on a port of
+the caller's choosing (0 picks a free one). A short tick keeps session expiry fast in tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pafka.errors import CoordinationError
+
+DEBIAN_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def java_available() -> bool:
+    return shutil.which("java") is not None and Path("/usr/share/java/zookeeper.jar").exists()
+
+
+@dataclass
+class ZooKeeperServer:
+    """One standalone ZooKeeper process rooted at ``data_dir``."""
+
+    data_dir: Path
+    port: int = 0
+    tick_time_ms: int = 500
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def connect_string(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "zookeeper.log"
+
+    def _write_config(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cfg = self.data_dir / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime={self.tick_time_ms}\n"
+            f"dataDir={self.data_dir / 'data'}\n"
+            f"clientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n"
+            f"minSessionTimeout={2 * self.tick_time_ms}\n"
+            "maxSessionTimeout=60000\n"
+            "maxClientCnxns=0\n"
+            "4lw.commands.whitelist=ruok,stat,srvr\n"
+        )
+        return cfg
+
+    def start(self, *, detach: bool = False, timeout_s: float = 30.0) -> None:
+        """Start the server and wait until it answers; ``detach`` outlives this process."""
+        if not java_available():
+            raise CoordinationError(
+                "ZooKeeper needs Java and Debian's zookeeper package (apt-get install zookeeper)"
+            )
+        if self.port == 0:
+            self.port = free_port()
+        cfg = self._write_config()
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
+        self.process = subprocess.Popen(
+            [
+                "java",
+                "-Xmx256m",
+                f"-Dzookeeper.log.dir={self.data_dir}",
+                "-cp",
+                DEBIAN_CLASSPATH,
+                MAIN_CLASS,
+                str(cfg),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=detach,
+        )
+        log.close()
+        self.wait_ready(timeout_s)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise CoordinationError(f"ZooKeeper exited; see {self.log_path}")
+            if ruok(self.connect_string):
+                return
+            time.sleep(0.1)
+        raise CoordinationError(f"ZooKeeper did not start within {timeout_s}s; see {self.log_path}")
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def pause(self) -> None:
+        if self.process is not None:
+            os.kill(self.process.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.process is not None:
+            os.kill(self.process.pid, signal.SIGCONT)
+
+
+def ruok(connect_string: str, timeout_s: float = 1.0) -> bool:
+    """ZooKeeper's four-letter health check."""
+    host, _, port = connect_string.split(",")[0].split("/")[0].rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as s:
+            s.sendall(b"ruok")
+            return s.recv(4) == b"imok"
+    except OSError:
+        return False

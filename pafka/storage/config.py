@@ -1,0 +1,20 @@
+"""Per-log settings: how segments roll and how long data is kept (Kafka's topic-level names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DAY_MS = 24 * 60 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    segment_bytes: int = 1024 * 1024 * 1024  # segment.bytes
+    segment_ms: int = 7 * DAY_MS  # segment.ms
+    retention_ms: int = 7 * DAY_MS  # retention.ms; -1 keeps data forever
+    retention_bytes: int = -1  # retention.bytes; -1 means no size limit
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    segment_index_bytes: int = 10 * 1024 * 1024  # segment.index.bytes
+    max_message_bytes: int = 1024 * 1024 + 12  # max.message.bytes (one batch)
+    cleanup_policy: str = "delete"  # cleanup.policy: delete | compact | compact,delete
+    flush_messages: int = 2**63 - 1  # flush.messages; fsync cadence, default left to the OS

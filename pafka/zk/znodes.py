@@ -1,0 +1,375 @@
+"""Every ZooKeeper path and znode payload pafka uses (design §2), and nothing else.
+
+No other module spells a path string. Each znode family is one small class with ``path()``,
+``encode()`` and ``decode()``; payloads are JSON objects carrying a ``"version"`` field, as in
+Kafka 2.x, so older and newer processes can read each other's nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pafka.errors import CoordinationError
+
+CLUSTER_ID = "/cluster/id"
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+ADMIN = "/admin"
+DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
+CONSUMERS = "/consumers"
+
+# Persistent parents created once at start-up by whichever process comes first.
+PERSISTENT_ROOTS = (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    CONFIG_TOPICS,
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+    CONSUMERS,
+    "/cluster",
+)
+
+
+def _dump(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _load(data: bytes, path: str) -> dict[str, Any]:
+    try:
+        payload = json.loads(data.decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CoordinationError(f"znode {path} holds invalid JSON: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise CoordinationError(f"znode {path} holds {type(payload).__name__}, not an object")
+    return payload
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class ClusterIdZNode:
+    id: str
+
+    @staticmethod
+    def path() -> str:
+        return CLUSTER_ID
+
+    def encode(self) -> bytes:
+        return _dump({"version": "1", "id": self.id})
+
+    @classmethod
+    def decode(cls, data: bytes) -> ClusterIdZNode:
+        return cls(id=str(_load(data, CLUSTER_ID)["id"]))
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    """``/brokers/ids/{id}``: an ephemeral registration of one live broker."""
+
+    id: int
+    host: str
+    port: int
+    control_url: str
+    rack: str | None = None
+    timestamp_ms: int = field(default_factory=now_ms)
+
+    @staticmethod
+    def path(broker_id: int) -> str:
+        return f"{BROKER_IDS}/{broker_id}"
+
+    @property
+    def endpoint(self) -> str:
+        return f"PLAINTEXT://{self.host}:{self.port}"
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 5,
+                "host": self.host,
+                "port": self.port,
+                "rack": self.rack,
+                "endpoints": [self.endpoint],
+                "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+                "jmx_port": -1,
+                "control_url": self.control_url,
+                "timestamp": str(self.timestamp_ms),
+            }
+        )
+
+    @classmethod
+    def decode(cls, broker_id: int, data: bytes) -> BrokerInfo:
+        p = _load(data, cls.path(broker_id))
+        return cls(
+            id=broker_id,
+            host=str(p["host"]),
+            port=int(p["port"]),
+            control_url=str(p.get("control_url", "")),
+            rack=p.get("rack"),
+            timestamp_ms=int(p.get("timestamp", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class TopicZNode:
+    """``/brokers/topics/{topic}``: topic id and replica assignment, partition -> replicas."""
+
+    topic_id: uuid.UUID
+    partitions: dict[int, tuple[int, ...]]
+
+    @staticmethod
+    def path(topic: str) -> str:
+        return f"{BROKER_TOPICS}/{topic}"
+
+    @staticmethod
+    def partitions_path(topic: str) -> str:
+        return f"{BROKER_TOPICS}/{topic}/partitions"
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 3,
+                "topic_id": str(self.topic_id),
+                "partitions": {str(p): list(r) for p, r in sorted(self.partitions.items())},
+                "adding_replicas": {},
+                "removing_replicas": {},
+            }
+        )
+
+    @classmethod
+    def decode(cls, topic: str, data: bytes) -> TopicZNode:
+        p = _load(data, cls.path(topic))
+        return cls(
+            topic_id=uuid.UUID(str(p["topic_id"])),
+            partitions={int(k): tuple(int(b) for b in v) for k, v in p["partitions"].items()},
+        )
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """``/brokers/topics/{topic}/partitions/{p}/state``: leader, epoch and ISR of one partition.
+
+    ``leader == -1`` means the partition is offline. ``zk_version`` is not part of the payload:
+    it is the znode version read alongside, used for conditional updates.
+    """
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+    @staticmethod
+    def path(topic: str, partition: int) -> str:
+        return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+    @staticmethod
+    def partition_path(topic: str, partition: int) -> str:
+        return f"{BROKER_TOPICS}/{topic}/partitions/{partition}"
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "leader": self.leader,
+                "leader_epoch": self.leader_epoch,
+                "isr": list(self.isr),
+                "controller_epoch": self.controller_epoch,
+            }
+        )
+
+    @classmethod
+    def decode(cls, topic: str, partition: int, data: bytes) -> PartitionState:
+        p = _load(data, cls.path(topic, partition))
+        return cls(
+            leader=int(p["leader"]),
+            leader_epoch=int(p["leader_epoch"]),
+            isr=tuple(int(b) for b in p["isr"]),
+            controller_epoch=int(p["controller_epoch"]),
+        )
+
+
+@dataclass(frozen=True)
+class TopicConfigZNode:
+    """``/config/topics/{topic}``: topic-level config overrides (strings, as Kafka keeps them)."""
+
+    config: dict[str, str]
+
+    @staticmethod
+    def path(topic: str) -> str:
+        return f"{CONFIG_TOPICS}/{topic}"
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "config": dict(sorted(self.config.items()))})
+
+    @classmethod
+    def decode(cls, topic: str, data: bytes) -> TopicConfigZNode:
+        p = _load(data, cls.path(topic))
+        return cls(config={str(k): str(v) for k, v in p.get("config", {}).items()})
+
+
+@dataclass(frozen=True)
+class ControllerZNode:
+    """``/controller``: the ephemeral claim of the active controller."""
+
+    controller_id: int
+    host: str
+    url: str
+    timestamp_ms: int = field(default_factory=now_ms)
+
+    @staticmethod
+    def path() -> str:
+        return CONTROLLER
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "brokerid": self.controller_id,
+                "host": self.host,
+                "url": self.url,
+                "timestamp": str(self.timestamp_ms),
+            }
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> ControllerZNode:
+        p = _load(data, CONTROLLER)
+        return cls(
+            controller_id=int(p["brokerid"]),
+            host=str(p.get("host", "")),
+            url=str(p.get("url", "")),
+            timestamp_ms=int(p.get("timestamp", 0)),
+        )
+
+
+class ControllerEpochZNode:
+    """``/controller_epoch``: a bare integer, as in Kafka."""
+
+    @staticmethod
+    def path() -> str:
+        return CONTROLLER_EPOCH
+
+    @staticmethod
+    def encode(epoch: int) -> bytes:
+        return str(epoch).encode()
+
+    @staticmethod
+    def decode(data: bytes) -> int:
+        try:
+            return int(data.decode())
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise CoordinationError(f"{CONTROLLER_EPOCH} holds {data!r}") from exc
+
+
+class DeleteTopicZNode:
+    """``/admin/delete_topics/{topic}``: a deletion request; the node's existence is the request."""
+
+    @staticmethod
+    def path(topic: str) -> str:
+        return f"{DELETE_TOPICS}/{topic}"
+
+
+@dataclass(frozen=True)
+class TopicPartitionsPayload:
+    """A list of topic-partitions, the payload of several admin and notification nodes."""
+
+    partitions: tuple[tuple[str, int], ...]
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "partitions": [{"topic": t, "partition": p} for t, p in self.partitions],
+            }
+        )
+
+    @classmethod
+    def decode(cls, data: bytes, path: str) -> TopicPartitionsPayload:
+        p = _load(data, path)
+        return cls(
+            partitions=tuple((str(e["topic"]), int(e["partition"])) for e in p["partitions"])
+        )
+
+
+class PreferredReplicaElectionZNode:
+    """``/admin/preferred_replica_election``: partitions to move back to their preferred leader."""
+
+    @staticmethod
+    def path() -> str:
+        return PREFERRED_REPLICA_ELECTION
+
+
+class IsrChangeNotificationZNode:
+    """``/isr_change_notification/isr_change_{seq}``: partitions whose ISR a leader changed."""
+
+    @staticmethod
+    def path_prefix() -> str:
+        return f"{ISR_CHANGE_NOTIFICATION}/{ISR_CHANGE_PREFIX}"
+
+    @staticmethod
+    def path(child: str) -> str:
+        return f"{ISR_CHANGE_NOTIFICATION}/{child}"
+
+
+@dataclass(frozen=True)
+class ReassignmentZNode:
+    """``/admin/reassign_partitions``: target replica lists per partition."""
+
+    targets: dict[tuple[str, int], tuple[int, ...]]
+
+    @staticmethod
+    def path() -> str:
+        return REASSIGN_PARTITIONS
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": t, "partition": p, "replicas": list(r)}
+                    for (t, p), r in sorted(self.targets.items())
+                ],
+            }
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> ReassignmentZNode:
+        p = _load(data, REASSIGN_PARTITIONS)
+        return cls(
+            targets={
+                (str(e["topic"]), int(e["partition"])): tuple(int(b) for b in e["replicas"])
+                for e in p["partitions"]
+            }
+        )
+
+
+class ConsumerGroupZNodes:
+    """``/consumers/{group}/...``: the seeds' consumer-group registry (ids, owners, offsets)."""
+
+    @staticmethod
+    def group_path(group: str) -> str:
+        return f"{CONSUMERS}/{group}"
+
+    @staticmethod
+    def member_path(group: str, member: str) -> str:
+        return f"{CONSUMERS}/{group}/ids/{member}"
+
+    @staticmethod
+    def owner_path(group: str, topic: str, partition: int) -> str:
+        return f"{CONSUMERS}/{group}/owners/{topic}/{partition}"
+
+    @staticmethod
+    def offset_path(group: str, topic: str, partition: int) -> str:
+        return f"{CONSUMERS}/{group}/offsets/{topic}/{partition}"
