@@ -28,6 +28,7 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 CONSUMERS = "/consumers"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 # Persistent parents created once at start-up by whichever process comes first.
 PERSISTENT_ROOTS = (
@@ -373,3 +374,39 @@ class ConsumerGroupZNodes:
     @staticmethod
     def offset_path(group: str, topic: str, partition: int) -> str:
         return f"{CONSUMERS}/{group}/offsets/{topic}/{partition}"
+
+
+@dataclass(frozen=True)
+class ProducerIdBlockZNode:
+    """``/latest_producer_id_block``: the last block of producer ids handed to a broker.
+
+    Brokers claim the next block with a conditional update on this node's version, so producer
+    ids are unique across the cluster without any broker talking to another.
+    """
+
+    broker_id: int
+    block_start: int
+    block_end: int
+
+    @staticmethod
+    def path() -> str:
+        return LATEST_PRODUCER_ID_BLOCK
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "broker": self.broker_id,
+                "block_start": str(self.block_start),
+                "block_end": str(self.block_end),
+            }
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> ProducerIdBlockZNode:
+        p = _load(data, LATEST_PRODUCER_ID_BLOCK)
+        return cls(
+            broker_id=int(p["broker"]),
+            block_start=int(p["block_start"]),
+            block_end=int(p["block_end"]),
+        )

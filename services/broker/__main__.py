@@ -1,0 +1,3 @@
+from services.broker.main import main
+
+main()

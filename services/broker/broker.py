@@ -1,0 +1,240 @@
+"""The broker process: wires storage, ZooKeeper, the Kafka port and the HTTP port together.
+
+Start-up order matters: logs are recovered before the broker registers in ``/brokers/ids``,
+because registering is what makes the controller send it leadership; the Kafka port opens
+before registration so that clients told about this broker can reach it at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import uvicorn
+
+from pafka.cluster.topic_config import ConfigEntry, TopicConfig, parse_topic_config
+from pafka.control import messages as control
+from pafka.storage.log_manager import LogManager
+from pafka.zk.client import SessionEvent, ZkClient
+from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, TopicConfigZNode
+from services.broker.dispatcher import Dispatcher
+from services.broker.http_api import create_app
+from services.broker.metadata_cache import MetadataCache
+from services.broker.metrics import BrokerMetrics
+from services.broker.producer_ids import ProducerIdAllocator
+from services.broker.replica_manager import ReplicaManager
+from services.broker.server import KafkaServer
+from services.broker.settings import BrokerSettings
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    def __init__(self, settings: BrokerSettings) -> None:
+        self.settings = settings
+        self.metrics = BrokerMetrics()
+        self.metadata = MetadataCache()
+        self.zk = ZkClient(
+            settings.zookeeper,
+            session_timeout_ms=settings.zk_session_timeout_ms,
+            name=f"broker-{settings.broker_id}",
+        )
+        self.cluster_id: str | None = None
+        self.logs = LogManager(settings.data_dir, settings.log)
+        self.replicas = ReplicaManager(
+            settings.broker_id, self.logs, self.metadata, self.topic_config
+        )
+        self.producer_ids = ProducerIdAllocator(
+            self.zk, settings.broker_id, settings.producer_id_block_size
+        )
+        self.dispatcher = Dispatcher(self)
+        self.kafka = KafkaServer(
+            self.dispatcher.handle_frame,
+            max_frame_bytes=settings.max_request_bytes,
+            max_connections=settings.max_connections,
+            on_connection_count=self.metrics.connections.set,
+        )
+        self._topic_configs: dict[str, TopicConfig] = {}
+        self._registered = False
+        self._zk_connected = False
+        self._http: uvicorn.Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.port = settings.port
+        self.metrics.bind_partition_gauges(
+            lambda: len(self.replicas.partitions),
+            lambda: sum(p.is_leader for p in self.replicas.partitions.values()),
+            lambda: sum(
+                p.is_leader and len(p.isr) < len(p.replicas)
+                for p in self.replicas.partitions.values()
+            ),
+        )
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.zk.add_session_listener(self._on_session)
+        await self.zk.start(timeout_s=30)
+        self._zk_connected = True
+        self.metrics.zk_session_state.set(1)
+        got = await self.zk.get(ClusterIdZNode.path())
+        self.cluster_id = ClusterIdZNode.decode(got[0]).id if got else None
+        await self._start_http()
+        self.port = await self.kafka.start(self.settings.host, self.settings.port)
+        info = BrokerInfo(
+            id=self.settings.broker_id,
+            host=self.settings.advertised_host,
+            port=self.port,
+            control_url=self.settings.control_url,
+            rack=self.settings.rack,
+        )
+        await self.zk.register_ephemeral(BrokerInfo.path(info.id), info.encode())
+        self._registered = True
+        self._tasks.append(asyncio.create_task(self._periodic_checkpoints()))
+        self._tasks.append(asyncio.create_task(self._periodic_retention()))
+        log.info("broker %d serving Kafka on %s:%d", info.id, self.settings.host, self.port)
+
+    async def _start_http(self) -> None:
+        config = uvicorn.Config(
+            create_app(self, self.metrics.registry),
+            host=self.settings.host,
+            port=self.settings.http_port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+        )
+        self._http = uvicorn.Server(config)
+        self._http.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._tasks.append(asyncio.create_task(self._http.serve()))
+        while not self._http.started:
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> None:
+        await self.kafka.close()
+        for task in self._tasks:
+            task.cancel()
+        if self._http is not None:
+            self._http.should_exit = True
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            self.replicas.close()
+        await self.zk.close()
+
+    async def _on_session(self, event: SessionEvent) -> None:
+        self._zk_connected = event is not SessionEvent.SUSPENDED and event is not SessionEvent.LOST
+        self.metrics.zk_session_state.set(1 if self._zk_connected else 0)
+
+    async def _periodic_checkpoints(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.checkpoint_interval_ms / 1000)
+            await asyncio.to_thread(self.replicas.checkpoint)
+
+    async def _periodic_retention(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.retention_check_interval_ms / 1000)
+            now_ms = int(time.time() * 1000)
+            await asyncio.to_thread(self.logs.retention_all, now_ms)
+
+    # -- topic configs -----------------------------------------------------------------------
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        got = await self.zk.get(TopicConfigZNode.path(topic))
+        return TopicConfigZNode.decode(topic, got[0]).config if got else {}
+
+    def _defaults(self) -> TopicConfig:
+        s = self.settings
+        return parse_topic_config(
+            {
+                "min.insync.replicas": str(s.min_insync_replicas),
+                "unclean.leader.election.enable": str(s.unclean_leader_election_enable).lower(),
+                "segment.bytes": str(s.log.segment_bytes),
+                "segment.ms": str(s.log.segment_ms),
+                "retention.ms": str(s.log.retention_ms),
+                "retention.bytes": str(s.log.retention_bytes),
+                "max.message.bytes": str(s.log.max_message_bytes),
+            }
+        )
+
+    async def topic_config(self, topic: str) -> TopicConfig:
+        cached = self._topic_configs.get(topic)
+        if cached is not None:
+            return cached
+        config = parse_topic_config(await self.topic_overrides(topic), self._defaults())
+        self._topic_configs[topic] = config
+
+        async def changed(data: bytes | None) -> None:
+            if data is None:
+                self._topic_configs.pop(topic, None)
+                return
+            overrides = TopicConfigZNode.decode(topic, data).config
+            fresh = parse_topic_config(overrides, self._defaults())
+            self._topic_configs[topic] = fresh
+            self.replicas.update_config(topic, fresh)
+
+        self.zk.watch_data(TopicConfigZNode.path(topic), changed)
+        return config
+
+    def describe_broker_config(self) -> list[ConfigEntry]:
+        return []
+
+    async def auto_create_topic(self, name: str) -> None:
+        from pafka.admin import topics as admin
+        from pafka.errors import TopicAlreadyExistsError
+
+        with contextlib.suppress(TopicAlreadyExistsError):
+            await self.zk.run(
+                admin.create_topic,
+                self.zk.kazoo,
+                name,
+                self.settings.default_partitions,
+                self.settings.default_replication_factor,
+                {},
+            )
+
+    # -- control API (ControlHandler) --------------------------------------------------------
+
+    async def on_leader_and_isr(self, request: control.LeaderAndIsr) -> dict[str, int]:
+        errors = await self.replicas.leader_and_isr(request)
+        self.metrics.controller_epoch.set(self.replicas.controller_epoch)
+        return errors
+
+    async def on_update_metadata(self, request: control.UpdateMetadata) -> dict[str, int]:
+        self.replicas.check_controller_epoch(request.controller_epoch)
+        self.metadata.apply(request)
+        for topic in request.deleted_topics:
+            self._topic_configs.pop(topic, None)
+        return {}
+
+    async def on_stop_replica(self, request: control.StopReplica) -> dict[str, int]:
+        return self.replicas.stop_replica(request)
+
+    def is_live(self) -> bool:
+        return True
+
+    def readiness(self) -> tuple[bool, str]:
+        if not self._zk_connected:
+            return False, "not connected to ZooKeeper"
+        if not self._registered:
+            return False, "not registered in ZooKeeper"
+        if not self.metadata.initialized:
+            return False, "waiting for metadata from the controller"
+        return True, "ready"
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "broker_id": self.settings.broker_id,
+            "port": self.port,
+            "controller_epoch": self.replicas.controller_epoch,
+            "partitions": {
+                f"{t}-{p}": {
+                    "leader": part.leader,
+                    "leader_epoch": part.leader_epoch,
+                    "isr": list(part.isr),
+                    "log_end_offset": part.log.log_end_offset,
+                    "high_watermark": part.log.high_watermark,
+                }
+                for (t, p), part in sorted(self.replicas.partitions.items())
+            },
+        }

@@ -1,0 +1,68 @@
+"""Routes decoded requests to handlers and maps errors to the wire, once.
+
+Undecodable frames and requests for APIs or versions not advertised close the connection (what
+Kafka does), except ApiVersions, which clients use to discover versions: an ApiVersions request
+of an unknown version is answered at v0 with UNSUPPORTED_VERSION and the supported table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from pafka.errors import ProtocolError, UnsupportedVersionError
+from pafka.protocol.messages import (
+    ApiKey,
+    decode_request,
+    encode_response,
+)
+from pafka.protocol.versions import api_versions_response
+from services.broker.handlers import HANDLERS
+from services.broker.handlers.context import RequestContext
+
+if TYPE_CHECKING:
+    from services.broker.broker import Broker
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.served = frozenset(HANDLERS) | {ApiKey.API_VERSIONS}
+
+    async def handle_frame(self, frame: bytes | memoryview, client_host: str) -> bytes | None:
+        started = time.monotonic()
+        metrics = self.broker.metrics
+        try:
+            request = decode_request(frame, served=self.served)
+        except UnsupportedVersionError as exc:
+            header = getattr(exc, "header", None)
+            if header is not None and header.api_key == ApiKey.API_VERSIONS:
+                body = api_versions_response(0, self.served, error_code=exc.code)
+                return encode_response(header, body, version=0)
+            metrics.protocol_errors.inc()
+            raise ProtocolError(str(exc)) from exc
+        except ProtocolError:
+            metrics.protocol_errors.inc()
+            raise
+        header = request.header
+        api = ApiKey(header.api_key)
+        metrics.requests.labels(api.name, str(header.api_version)).inc()
+        if api is ApiKey.API_VERSIONS:
+            response = api_versions_response(header.api_version, self.served)
+        else:
+            ctx = RequestContext(
+                api_key=header.api_key,
+                api_version=header.api_version,
+                correlation_id=header.correlation_id,
+                client_id=header.client_id,
+                client_host=client_host,
+                broker=self.broker,
+            )
+            response = await HANDLERS[api](ctx, request.body)
+        metrics.request_seconds.labels(api.name).observe(time.monotonic() - started)
+        if api is ApiKey.PRODUCE and int(request.body.acks) == 0:
+            return None
+        return encode_response(header, response)

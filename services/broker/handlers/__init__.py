@@ -1,0 +1,35 @@
+"""The Kafka API handlers, one module per family, and the table the dispatcher routes by."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pafka.protocol.messages import ApiKey
+from services.broker.handlers.admin import (
+    handle_create_partitions,
+    handle_create_topics,
+    handle_delete_topics,
+    handle_describe_configs,
+)
+from services.broker.handlers.context import RequestContext
+from services.broker.handlers.fetch import handle_fetch
+from services.broker.handlers.metadata import handle_metadata
+from services.broker.handlers.offsets import handle_list_offsets, handle_offset_for_leader_epoch
+from services.broker.handlers.produce import handle_produce
+from services.broker.handlers.producer_id import handle_init_producer_id
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.PRODUCE: handle_produce,
+    ApiKey.FETCH: handle_fetch,
+    ApiKey.LIST_OFFSETS: handle_list_offsets,
+    ApiKey.METADATA: handle_metadata,
+    ApiKey.CREATE_TOPICS: handle_create_topics,
+    ApiKey.DELETE_TOPICS: handle_delete_topics,
+    ApiKey.CREATE_PARTITIONS: handle_create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
+    ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+}

@@ -1,0 +1,129 @@
+"""Fetch: serve whole batches from segment files, long-polling for min_bytes up to max_wait_ms.
+
+Kafka's rules: the response carries at least one whole batch when one exists (even above
+max_bytes or a partition's max bytes), no consumer sees data at or above the high watermark, and
+the total stays under max_bytes otherwise. The request waits until min_bytes are available, a
+partition's state changes, or max_wait_ms passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
+from pafka.protocol.messages import response_class
+from services.broker.handlers.context import RequestContext
+from services.broker.notify import Notifier, wait_any
+from services.broker.partition import ReadResult
+
+CONSUMER_REPLICA_ID = -1
+
+
+@dataclass
+class _PartitionFetch:
+    topic: str
+    index: int
+    offset: int
+    max_bytes: int
+    result: ReadResult | None = None
+    error: KafkaApiError | None = None
+
+
+def _read_all(ctx: RequestContext, wanted: list[_PartitionFetch], max_bytes: int) -> int:
+    broker = ctx.broker
+    budget = max_bytes
+    total = 0
+    for item in wanted:
+        item.result, item.error = None, None
+        try:
+            partition = broker.replicas.leader_partition(item.topic, item.index)
+            limit = min(item.max_bytes, budget) if total else item.max_bytes
+            item.result = partition.read(item.offset, max(limit, 1), up_to_high_watermark=True)
+        except PafkaError as exc:
+            item.error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
+            continue
+        size = len(item.result.records)
+        if total and size > budget:
+            item.result = ReadResult(
+                b"",
+                item.result.high_watermark,
+                item.result.log_start_offset,
+                item.result.log_end_offset,
+            )
+            size = 0
+        total += size
+        budget = max(budget - size, 0)
+    return total
+
+
+def _notifiers(ctx: RequestContext, wanted: list[_PartitionFetch]) -> list[Notifier]:
+    found = []
+    for item in wanted:
+        partition = ctx.broker.replicas.partitions.get((item.topic, item.index))
+        if partition is not None:
+            found.append(partition.notifier)
+    return found
+
+
+async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    max_bytes = int(getattr(request, "max_bytes", 0x7FFFFFFF) or 0x7FFFFFFF)
+    wanted = [
+        _PartitionFetch(t.topic, p.partition, int(p.fetch_offset), int(p.partition_max_bytes))
+        for t in request.topics
+        for p in t.partitions
+    ]
+    deadline = time.monotonic() + max(int(request.max_wait_ms), 0) / 1000
+    min_bytes = max(int(request.min_bytes), 0)
+    while True:
+        total = _read_all(ctx, wanted, max_bytes)
+        remaining = deadline - time.monotonic()
+        if total >= min_bytes or remaining <= 0 or any(w.error for w in wanted):
+            break
+        notifiers = _notifiers(ctx, wanted)
+        if notifiers:
+            await wait_any(notifiers, remaining)
+        else:
+            await asyncio.sleep(remaining)
+    return _response(ctx, cls, wanted)
+
+
+def _response(ctx: RequestContext, cls: Any, wanted: list[_PartitionFetch]) -> Any:
+    topic_cls = cls.FetchableTopicResponse
+    part_cls = topic_cls.PartitionData
+    by_topic: dict[str, list[Any]] = {}
+    for item in wanted:
+        if item.error is not None or item.result is None:
+            error = item.error or UnknownServerError()
+            ctx.broker.metrics.failed_fetch.labels(item.topic).inc()
+            data = part_cls(
+                partition_index=item.index,
+                error_code=error.code,
+                high_watermark=-1,
+                last_stable_offset=-1,
+                log_start_offset=-1,
+                records=None,
+            )
+        else:
+            r = item.result
+            ctx.broker.metrics.bytes_out.labels(item.topic).inc(len(r.records))
+            data = part_cls(
+                partition_index=item.index,
+                error_code=0,
+                high_watermark=r.high_watermark,
+                last_stable_offset=r.high_watermark,
+                log_start_offset=r.log_start_offset,
+                aborted_transactions=None,
+                preferred_read_replica=-1,
+                records=r.records,
+            )
+        by_topic.setdefault(item.topic, []).append(data)
+    return cls(
+        throttle_time_ms=0,
+        error_code=0,
+        session_id=0,
+        responses=[topic_cls(topic=t, partitions=parts) for t, parts in by_topic.items()],
+    )

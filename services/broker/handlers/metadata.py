@@ -1,0 +1,99 @@
+"""Metadata: brokers, controller and topic/partition leadership, from the metadata cache."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pafka.cluster.names import validate_topic_name
+from pafka.errors import (
+    InvalidTopicError,
+    LeaderNotAvailableError,
+    PafkaError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from pafka.protocol.messages import response_class
+from services.broker.handlers.context import RequestContext
+
+NULL_UUID = uuid.UUID(int=0)
+
+
+async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    cache = broker.metadata
+    cls = response_class(ctx.api_key, ctx.api_version)
+    brokers = [
+        cls.MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
+        for b in sorted(cache.brokers.values(), key=lambda b: b.id)
+    ]
+    requested = request.topics
+    if requested is None or (ctx.api_version == 0 and not requested):
+        names: list[str | None] = sorted(cache.topics)
+        ids: list[uuid.UUID | None] = [None] * len(names)
+    else:
+        names = [getattr(t, "name", None) for t in requested]
+        ids = [getattr(t, "topic_id", None) for t in requested]
+    allow_create = bool(getattr(request, "allow_auto_topic_creation", True))
+    topics = []
+    for name, topic_id in zip(names, ids, strict=True):
+        if name is None and topic_id not in (None, NULL_UUID):
+            assert topic_id is not None
+            name = cache.topic_name(topic_id)
+            if name is None:
+                topics.append(_topic_error(cls, None, topic_id, UnknownTopicIdError()))
+                continue
+        assert name is not None
+        try:
+            validate_topic_name(name)
+        except InvalidTopicError as exc:
+            topics.append(_topic_error(cls, name, None, exc))
+            continue
+        if name not in cache.topics:
+            if allow_create and broker.settings.auto_create_topics:
+                await broker.auto_create_topic(name)
+                topics.append(_topic_error(cls, name, None, LeaderNotAvailableError()))
+            else:
+                topics.append(_topic_error(cls, name, None, UnknownTopicOrPartitionError()))
+            continue
+        topics.append(_topic(cls, ctx, name))
+    return cls(
+        throttle_time_ms=0,
+        brokers=brokers,
+        cluster_id=broker.cluster_id,
+        controller_id=cache.controller_id,
+        topics=topics,
+    )
+
+
+def _topic_error(cls: Any, name: str | None, topic_id: uuid.UUID | None, exc: PafkaError) -> Any:
+    return cls.MetadataResponseTopic(
+        error_code=exc.code, name=name, topic_id=topic_id or NULL_UUID, partitions=[]
+    )
+
+
+def _topic(cls: Any, ctx: RequestContext, name: str) -> Any:
+    cache = ctx.broker.metadata
+    live = cache.brokers
+    partitions = []
+    for index, info in sorted(cache.topics[name].items()):
+        offline = [r for r in info.replicas if r not in live]
+        error = LeaderNotAvailableError.code if info.leader < 0 or info.leader not in live else 0
+        partitions.append(
+            cls.MetadataResponseTopic.MetadataResponsePartition(
+                error_code=error,
+                partition_index=index,
+                leader_id=info.leader,
+                leader_epoch=info.leader_epoch,
+                replica_nodes=list(info.replicas),
+                isr_nodes=list(info.isr),
+                offline_replicas=offline,
+            )
+        )
+    return cls.MetadataResponseTopic(
+        error_code=0,
+        name=name,
+        topic_id=cache.topic_ids.get(name, NULL_UUID),
+        is_internal=False,
+        partitions=partitions,
+    )

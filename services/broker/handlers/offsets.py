@@ -1,0 +1,99 @@
+"""ListOffsets (earliest, latest, max-timestamp, by timestamp) and OffsetForLeaderEpoch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pafka.errors import FencedLeaderEpochError, PafkaError, UnknownLeaderEpochError
+from pafka.protocol.messages import response_class
+from services.broker.handlers.context import RequestContext
+from services.broker.partition import Partition
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+NO_EPOCH = -1
+
+
+def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> None:
+    """Fence requests made against another leader epoch (KIP-320)."""
+    if current_leader_epoch == NO_EPOCH:
+        return
+    if current_leader_epoch < partition.leader_epoch:
+        raise FencedLeaderEpochError(
+            f"leader epoch {current_leader_epoch} is older than {partition.leader_epoch}"
+        )
+    if current_leader_epoch > partition.leader_epoch:
+        raise UnknownLeaderEpochError(
+            f"leader epoch {current_leader_epoch} is newer than {partition.leader_epoch}"
+        )
+
+
+def _lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
+    """(timestamp, offset) answering one ListOffsets partition."""
+    log = partition.log
+    if timestamp == EARLIEST:
+        return -1, log.log_start_offset
+    if timestamp == LATEST:
+        return -1, log.high_watermark
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp_offset()
+        return found if found is not None else (-1, -1)
+    found = log.offset_for_timestamp(timestamp)
+    if found is None or found[1] >= log.high_watermark:
+        return -1, -1
+    ts, offset = found
+    return ts, offset
+
+
+async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    topic_cls = cls.ListOffsetsTopicResponse
+    part_cls = topic_cls.ListOffsetsPartitionResponse
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                partition = ctx.broker.replicas.leader_partition(t.name, p.partition_index)
+                check_leader_epoch(partition, int(getattr(p, "current_leader_epoch", NO_EPOCH)))
+                ts, offset = _lookup(partition, int(p.timestamp))
+                parts.append(
+                    part_cls(
+                        partition_index=p.partition_index,
+                        error_code=0,
+                        timestamp=ts,
+                        offset=offset,
+                        leader_epoch=partition.leader_epoch,
+                    )
+                )
+            except PafkaError as exc:
+                parts.append(part_cls(partition_index=p.partition_index, error_code=exc.code))
+        topics.append(topic_cls(name=t.name, partitions=parts))
+    return cls(throttle_time_ms=0, topics=topics)
+
+
+async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    topic_cls = cls.OffsetForLeaderTopicResult
+    part_cls = topic_cls.EpochEndOffset
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                partition = ctx.broker.replicas.leader_partition(t.topic, p.partition)
+                check_leader_epoch(partition, int(getattr(p, "current_leader_epoch", NO_EPOCH)))
+                epoch, end_offset = partition.log.end_offset_for_epoch(int(p.leader_epoch))
+                parts.append(
+                    part_cls(
+                        error_code=0,
+                        partition=p.partition,
+                        leader_epoch=epoch,
+                        end_offset=end_offset,
+                    )
+                )
+            except PafkaError as exc:
+                parts.append(part_cls(error_code=exc.code, partition=p.partition))
+        topics.append(topic_cls(topic=t.topic, partitions=parts))
+    return cls(throttle_time_ms=0, topics=topics)
