@@ -1,0 +1,171 @@
+"""The one adapter between pafka and kafka-python's generated Kafka message classes.
+
+kafka-python 3.x generates a class per request and response from Kafka's own JSON message
+specs, for every version and both the classic and flexible (compact, tagged) encodings. pafka
+uses them as its message model and keeps every kafka-python detail in this module: handlers get
+a request body object and build a response with :func:`response_class`, nothing more.
+
+A request frame is ``api_key int16 | api_version int16 | correlation_id int32 | client_id`` then
+the body; the first three fields are peeked with one struct so that even an undecodable request
+can be answered (ApiVersions) or logged with its correlation id.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
+)
+from kafka.protocol.api_header import ResponseClassRegistry
+from kafka.protocol.consumer import (
+    FetchRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetForLeaderEpochRequest,
+    SyncGroupRequest,
+)
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+
+from pafka.errors import ProtocolError, UnsupportedVersionError
+from pafka.protocol.versions import SUPPORTED, ApiKey
+
+HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+
+_REQUESTS: dict[ApiKey, Any] = {
+    ApiKey.PRODUCE: ProduceRequest,
+    ApiKey.FETCH: FetchRequest,
+    ApiKey.LIST_OFFSETS: ListOffsetsRequest,
+    ApiKey.METADATA: MetadataRequest,
+    ApiKey.OFFSET_COMMIT: OffsetCommitRequest,
+    ApiKey.OFFSET_FETCH: OffsetFetchRequest,
+    ApiKey.FIND_COORDINATOR: FindCoordinatorRequest,
+    ApiKey.JOIN_GROUP: JoinGroupRequest,
+    ApiKey.HEARTBEAT: HeartbeatRequest,
+    ApiKey.LEAVE_GROUP: LeaveGroupRequest,
+    ApiKey.SYNC_GROUP: SyncGroupRequest,
+    ApiKey.DESCRIBE_GROUPS: DescribeGroupsRequest,
+    ApiKey.LIST_GROUPS: ListGroupsRequest,
+    ApiKey.API_VERSIONS: ApiVersionsRequest,
+    ApiKey.CREATE_TOPICS: CreateTopicsRequest,
+    ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
+    ApiKey.INIT_PRODUCER_ID: InitProducerIdRequest,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: OffsetForLeaderEpochRequest,
+    ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
+    ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
+    ApiKey.DELETE_GROUPS: DeleteGroupsRequest,
+}
+
+__all__ = [
+    "ApiKey",
+    "Request",
+    "RequestHeader",
+    "UnsupportedRequestError",
+    "decode_request",
+    "encode_response",
+    "request_class",
+    "response_class",
+]
+
+
+@dataclass(frozen=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    header: RequestHeader
+    body: Any
+
+
+class UnsupportedRequestError(UnsupportedVersionError):
+    """An API or version the broker does not serve; carries the header so it can be answered."""
+
+    def __init__(self, header: RequestHeader, message: str) -> None:
+        super().__init__(message)
+        self.header = header
+
+
+def request_class(api_key: ApiKey) -> Any:
+    return _REQUESTS[api_key]
+
+
+def response_class(api_key: int, version: int) -> Any:
+    """The response class of ``api_key`` at ``version``; nested structs are its attributes."""
+    request = _REQUESTS[ApiKey(api_key)]
+    header = _HeaderKey(api_key, version)
+    cls = ResponseClassRegistry.get_response_class(header)
+    if cls is None:
+        raise UnsupportedVersionError(f"no response schema for {request.name} v{version}")
+    return cls
+
+
+@dataclass(frozen=True)
+class _HeaderKey:
+    """What kafka-python's response registry looks up by."""
+
+    request_api_key: int
+    request_api_version: int
+
+
+def peek_header(frame: bytes | memoryview) -> RequestHeader:
+    if len(frame) < HEADER_PREFIX.size:
+        raise ProtocolError(f"request of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id = HEADER_PREFIX.unpack_from(frame, 0)
+    return RequestHeader(api_key, api_version, correlation_id)
+
+
+def decode_request(
+    frame: bytes | memoryview, served: frozenset[ApiKey] | None = None
+) -> Request:
+    """Decode one request frame (without its size prefix).
+
+    Raises :class:`UnsupportedRequestError` for an API or version outside ``SUPPORTED`` (or
+    outside ``served``) and :class:`ProtocolError` for bytes that do not decode.
+    """
+    peeked = peek_header(frame)
+    try:
+        key = ApiKey(peeked.api_key)
+    except ValueError:
+        raise UnsupportedRequestError(peeked, f"unknown API key {peeked.api_key}") from None
+    low, high = SUPPORTED[key]
+    if (served is not None and key not in served) or not low <= peeked.api_version <= high:
+        raise UnsupportedRequestError(
+            peeked, f"{key.name} v{peeked.api_version} is not served (versions {low}-{high})"
+        )
+    try:
+        body = _REQUESTS[key].decode(bytes(frame), version=peeked.api_version, header=True)
+    except Exception as exc:  # kafka-python raises many types for malformed input
+        raise ProtocolError(
+            f"malformed {key.name} v{peeked.api_version} request: {type(exc).__name__}: {exc}"
+        ) from exc
+    client_id = getattr(body.header, "client_id", None)
+    header = RequestHeader(peeked.api_key, peeked.api_version, peeked.correlation_id, client_id)
+    return Request(header, body)
+
+
+def encode_response(header: RequestHeader, body: Any, version: int | None = None) -> bytes:
+    """Frame a response (size, response header, body) at the request's version."""
+    # The version must be set before the header: kafka-python copies it into request headers.
+    body.API_VERSION = header.api_version if version is None else version
+    body.with_header(correlation_id=header.correlation_id)
+    return bytes(body.encode(header=True, framed=True))
