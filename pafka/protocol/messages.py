@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -134,9 +133,7 @@ def peek_header(frame: bytes | memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id)
 
 
-def decode_request(
-    frame: bytes | memoryview, served: frozenset[ApiKey] | None = None
-) -> Request:
+def decode_request(frame: bytes | memoryview, served: frozenset[ApiKey] | None = None) -> Request:
     """Decode one request frame (without its size prefix).
 
     Raises :class:`UnsupportedRequestError` for an API or version outside ``SUPPORTED`` (or
