@@ -14,7 +14,10 @@ class, so each boundary maps errors exactly once:
     ├── ConfigError              bad settings or topic configs (not on the wire)
     ├── CoordinationError        ZooKeeper trouble (session lost, node taken, ...)
     │   ├── BrokerIdTakenError
-    │   └── ControllerFencedError
+    │   ├── ControllerFencedError
+    │   ├── ZkNoNodeError
+    │   ├── ZkNodeExistsError
+    │   └── ZkBadVersionError
     └── KafkaApiError            one per wire error code, see the classes below
 
 Foreign errors (kazoo, OSError, kafka-python's codec) are translated where they enter: the ZooKeeper
@@ -68,6 +71,24 @@ class BrokerIdTakenError(CoordinationError):
 
 class ControllerFencedError(CoordinationError):
     """This controller's epoch is no longer current; it must stop acting."""
+
+    retriable = False
+
+
+class ZkNoNodeError(CoordinationError):
+    """The znode does not exist."""
+
+    retriable = False
+
+
+class ZkNodeExistsError(CoordinationError):
+    """The znode already exists."""
+
+    retriable = False
+
+
+class ZkBadVersionError(CoordinationError):
+    """A conditional ZooKeeper write lost: the znode changed since it was read."""
 
     retriable = False
 
@@ -351,9 +372,7 @@ def _subclasses(cls: type[PafkaError]) -> list[type[PafkaError]]:
 
 
 _BY_CODE: dict[int, type[KafkaApiError]] = {
-    cls.code: cls
-    for cls in _subclasses(KafkaApiError)
-    if issubclass(cls, KafkaApiError)
+    cls.code: cls for cls in _subclasses(KafkaApiError) if issubclass(cls, KafkaApiError)
 }
 
 

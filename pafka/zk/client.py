@@ -1,0 +1,277 @@
+"""The one bridge between kazoo's threads and asyncio.
+
+kazoo runs its own threads: its connection thread calls session-state listeners and its
+event thread runs watch callbacks. Neither may block, so here they only hand typed events to
+the event loop with ``call_soon_threadsafe``; all pafka logic then runs on the loop. Blocking
+kazoo calls run in worker threads through :meth:`ZkClient.run`, which also maps kazoo's
+exceptions into pafka's tree, once.
+
+Session semantics: ``SUSPENDED`` (connection lost, session may survive) and ``LOST`` (session
+expired: our ephemerals are gone) are delivered to listeners, who decide what to stop doing.
+Ephemerals registered through :meth:`register_ephemeral` are re-created when a new session
+connects after ``LOST``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import enum
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+from kazoo.retry import KazooRetry
+
+from pafka.errors import (
+    BrokerIdTakenError,
+    CoordinationError,
+    PafkaError,
+    ZkBadVersionError,
+    ZkNodeExistsError,
+    ZkNoNodeError,
+)
+from pafka.zk import znodes
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class SessionEvent(enum.Enum):
+    CONNECTED = "connected"
+    SUSPENDED = "suspended"
+    LOST = "lost"
+
+
+SessionListener = Callable[[SessionEvent], Awaitable[None]]
+
+
+def map_kazoo_error(exc: BaseException) -> PafkaError:
+    if isinstance(exc, PafkaError):
+        return exc
+    if isinstance(exc, NoNodeError):
+        return ZkNoNodeError(str(exc) or "no such znode")
+    if isinstance(exc, NodeExistsError):
+        return ZkNodeExistsError(str(exc) or "znode exists")
+    if isinstance(exc, BadVersionError):
+        return ZkBadVersionError(str(exc) or "znode version changed")
+    return CoordinationError(f"ZooKeeper error: {type(exc).__name__}: {exc}")
+
+
+def check_transaction(results: list[Any]) -> None:
+    """kazoo reports failed transaction operations as exception objects in the result list."""
+    for result in results:
+        if isinstance(result, BaseException) and type(result).__name__ != "RolledBackError":
+            raise map_kazoo_error(result)
+
+
+class ZkClient:
+    def __init__(self, connect: str, *, session_timeout_ms: int, name: str) -> None:
+        self.connect = connect
+        self.name = name
+        self.session_timeout_ms = session_timeout_ms
+        self.retry = KazooRetry(max_tries=5, delay=0.1, backoff=2, max_delay=2)
+        self.kazoo = KazooClient(
+            hosts=connect,
+            timeout=session_timeout_ms / 1000,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1),
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listeners: list[SessionListener] = []
+        self._ephemerals: dict[str, bytes] = {}
+        self._session_lost = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def start(self, timeout_s: float = 30.0) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.kazoo.add_listener(self._on_state)
+        try:
+            await asyncio.to_thread(self.kazoo.start, timeout_s)
+        except KazooTimeoutError:
+            raise CoordinationError(
+                f"{self.name}: cannot reach ZooKeeper at {self.connect} within {timeout_s:.0f}s"
+            ) from None
+        await self.run(ensure_roots, self.kazoo)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.to_thread(self._stop)
+
+    def _stop(self) -> None:
+        try:
+            self.kazoo.stop()
+            self.kazoo.close()
+        except KazooException:
+            pass
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        self._listeners.append(listener)
+
+    @property
+    def session_id(self) -> int | None:
+        sid = self.kazoo.client_id
+        return sid[0] if sid else None
+
+    # -- kazoo thread → loop ---------------------------------------------------------------------
+
+    def _on_state(self, state: str) -> None:
+        event = {
+            KazooState.CONNECTED: SessionEvent.CONNECTED,
+            KazooState.SUSPENDED: SessionEvent.SUSPENDED,
+            KazooState.LOST: SessionEvent.LOST,
+        }[state]
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._dispatch_session, event)
+
+    def _dispatch_session(self, event: SessionEvent) -> None:
+        log.info("%s: ZooKeeper session %s", self.name, event.value)
+        if event is SessionEvent.LOST:
+            self._session_lost = True
+        elif event is SessionEvent.CONNECTED and self._session_lost:
+            self._session_lost = False
+            self._spawn(self._reregister())
+        for listener in self._listeners:
+            self._spawn(listener(event))
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: ZooKeeper callback failed", self.name, exc_info=task.exception())
+
+    def _to_loop(self, callback: Callable[[], Awaitable[None]]) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(lambda: self._spawn(callback()))
+
+    def watch_children(self, path: str, callback: Callable[[list[str]], Awaitable[None]]) -> None:
+        """Call ``callback(children)`` on the loop now and whenever the children change."""
+
+        def on_change(children: list[str] | None) -> None:
+            current = sorted(children or [])
+            self._to_loop(lambda: callback(current))
+
+        self.kazoo.ChildrenWatch(path, on_change, send_event=False)
+
+    def watch_data(self, path: str, callback: Callable[[bytes | None], Awaitable[None]]) -> None:
+        """Call ``callback(data)`` on the loop now and on every change; None when deleted."""
+
+        def on_change(data: bytes | None, _stat: ZnodeStat | None) -> None:
+            self._to_loop(lambda: callback(data))
+
+        self.kazoo.DataWatch(path, on_change)
+
+    # -- blocking calls in threads ---------------------------------------------------------------
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise map_kazoo_error(exc) from exc
+
+    async def get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        def read() -> tuple[bytes, ZnodeStat] | None:
+            try:
+                data, stat = self.retry(self.kazoo.get, path)
+                return bytes(data), stat
+            except NoNodeError:
+                return None
+
+        return await self.run(read)
+
+    async def get_children(self, path: str) -> list[str]:
+        def read() -> list[str]:
+            try:
+                return sorted(self.retry(self.kazoo.get_children, path))
+            except NoNodeError:
+                return []
+
+        return await self.run(read)
+
+    # -- ephemeral registrations -----------------------------------------------------------------
+
+    async def register_ephemeral(self, path: str, data: bytes) -> None:
+        """Create an ephemeral node that outlives session expiry (it is re-created).
+
+        A node left by a previous session of the same owner (a crashed predecessor) disappears
+        when that session expires, so we wait for that; a node held by a live, different
+        owner fails fast with :class:`BrokerIdTakenError`.
+        """
+        await self.run(self._create_ephemeral, path, data)
+        self._ephemerals[path] = data
+
+    def _create_ephemeral(self, path: str, data: bytes) -> None:
+        deadline = time.monotonic() + self.session_timeout_ms / 1000 * 1.5
+        while True:
+            try:
+                self.kazoo.create(path, data, ephemeral=True, makepath=True)
+                return
+            except NodeExistsError:
+                try:
+                    existing, stat = self.kazoo.get(path)
+                except NoNodeError:
+                    continue
+                if stat.ephemeralOwner == self.session_id:
+                    return
+                if not _same_endpoint(existing, data) or time.monotonic() > deadline:
+                    raise BrokerIdTakenError(
+                        f"{path} is already registered by a live process "
+                        f"({_describe(existing)}); ids must be unique in the cluster"
+                    ) from None
+                time.sleep(0.2)
+
+    async def _reregister(self) -> None:
+        for path, data in list(self._ephemerals.items()):
+            log.warning("%s: session expired; re-registering %s", self.name, path)
+            try:
+                await self.run(self._create_ephemeral, path, data)
+            except PafkaError as exc:
+                log.error("%s: could not re-register %s: %s", self.name, path, exc)
+
+
+def _endpoint(data: bytes) -> tuple[Any, Any] | None:
+    try:
+        payload = json.loads(data)
+        return payload.get("host"), payload.get("port")
+    except (ValueError, AttributeError):
+        return None
+
+
+def _same_endpoint(a: bytes, b: bytes) -> bool:
+    return _endpoint(a) == _endpoint(b)
+
+
+def _describe(data: bytes) -> str:
+    endpoint = _endpoint(data)
+    return f"{endpoint[0]}:{endpoint[1]}" if endpoint and endpoint[0] else "unknown endpoint"
+
+
+def ensure_roots(zk: KazooClient) -> None:
+    """Create the persistent parents and the cluster id, race-safe (first process wins)."""
+    for path in znodes.PERSISTENT_ROOTS:
+        zk.ensure_path(path)
+    if zk.exists(znodes.CLUSTER_ID) is None:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        with contextlib.suppress(NodeExistsError):
+            zk.create(znodes.CLUSTER_ID, znodes.ClusterIdZNode(cluster_id).encode())
