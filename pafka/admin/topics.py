@@ -7,6 +7,7 @@ broker. Synchronous on a kazoo client, so the CLI calls it directly and the brok
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -123,10 +124,9 @@ def read_topic(zk: KazooClient, name: str) -> tuple[TopicZNode, int]:
 
 def delete_topic(zk: KazooClient, name: str) -> None:
     read_topic(zk, name)
-    try:
+    # Already requested is fine: deletion is idempotent.
+    with contextlib.suppress(NodeExistsError):
         zk.create(DeleteTopicZNode.path(name), b"", makepath=True)
-    except NodeExistsError:
-        pass  # already requested; deletion is idempotent
 
 
 def add_partitions(
