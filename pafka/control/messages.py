@@ -93,7 +93,9 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def encode(message: LeaderAndIsr | UpdateMetadata | StopReplica | ControlResponse) -> dict[str, Any]:
+def encode(
+    message: LeaderAndIsr | UpdateMetadata | StopReplica | ControlResponse,
+) -> dict[str, Any]:
     result: dict[str, Any] = _jsonable(asdict(message))
     return result
 

@@ -13,10 +13,9 @@ import logging
 import time
 from typing import Any
 
-import uvicorn
-
 from pafka.cluster.topic_config import ConfigEntry, TopicConfig, parse_topic_config
 from pafka.control import messages as control
+from pafka.httpserver import EmbeddedServer, start_http
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, TopicConfigZNode
@@ -60,7 +59,7 @@ class Broker:
         self._topic_configs: dict[str, TopicConfig] = {}
         self._registered = False
         self._zk_connected = False
-        self._http: uvicorn.Server | None = None
+        self._http: EmbeddedServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
         self.metrics.bind_partition_gauges(
@@ -97,19 +96,9 @@ class Broker:
         log.info("broker %d serving Kafka on %s:%d", info.id, self.settings.host, self.port)
 
     async def _start_http(self) -> None:
-        config = uvicorn.Config(
-            create_app(self, self.metrics.registry),
-            host=self.settings.host,
-            port=self.settings.http_port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-        )
-        self._http = uvicorn.Server(config)
-        self._http.install_signal_handlers = lambda: None  # type: ignore[method-assign]
-        self._tasks.append(asyncio.create_task(self._http.serve()))
-        while not self._http.started:
-            await asyncio.sleep(0.01)
+        app = create_app(self, self.metrics.registry)
+        self._http, task = await start_http(app, self.settings.host, self.settings.http_port)
+        self._tasks.append(task)
 
     async def stop(self) -> None:
         await self.kafka.close()

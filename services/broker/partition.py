@@ -66,7 +66,9 @@ class Partition:
         self.notifier = Notifier()
 
     def __repr__(self) -> str:
-        return f"Partition({self.topic}-{self.index}, leader={self.leader}, epoch={self.leader_epoch})"
+        return (
+            f"Partition({self.topic}-{self.index}, leader={self.leader}, epoch={self.leader_epoch})"
+        )
 
     def apply(self, info: PartitionInfo, broker_id: int) -> bool:
         """Take the role the controller decided; False when the message is stale."""
@@ -114,7 +116,9 @@ class Partition:
                     "an idempotent producer must send one batch per partition per request"
                 )
             head = idempotent[0]
-            duplicate = self.producers.check(head.producer_id, head.producer_epoch, head.base_sequence)
+            duplicate = self.producers.check(
+                head.producer_id, head.producer_epoch, head.base_sequence
+            )
             if duplicate is not None:
                 return AppendResult(duplicate.first_offset, -1, self.log.log_start_offset)
         info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)

@@ -90,9 +90,9 @@ class ProducerStateTable:
     def _evict_oldest(self) -> None:
         oldest = min(
             self.producers,
-            key=lambda pid: self.producers[pid].batches[-1].timestamp_ms
-            if self.producers[pid].batches
-            else 0,
+            key=lambda pid: (
+                self.producers[pid].batches[-1].timestamp_ms if self.producers[pid].batches else 0
+            ),
         )
         del self.producers[oldest]
 

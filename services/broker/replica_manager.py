@@ -95,7 +95,7 @@ class ReplicaManager:
         if info.leader < 0:
             raise LeaderNotAvailableError(f"{topic}-{index} has no leader")
         raise NotLeaderOrFollowerError(
-            f"broker {self.broker_id} is not the leader of {topic}-{index} (leader is {info.leader})"
+            f"broker {self.broker_id} is not the leader of {topic}-{index}; broker {info.leader} is"
         )
 
     def checkpoint(self) -> None:

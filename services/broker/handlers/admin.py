@@ -45,13 +45,19 @@ def _has_leaders(ctx: RequestContext, name: str, partitions: int) -> Callable[[]
     return check
 
 
+def _is_gone(ctx: RequestContext, name: str) -> Callable[[], bool]:
+    return lambda: name not in ctx.broker.metadata.topics
+
+
 async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     cls = response_class(ctx.api_key, ctx.api_version)
     result_cls = cls.CreatableTopicResult
     results = []
     for t in request.topics:
-        partitions = t.num_partitions if t.num_partitions > 0 else broker.settings.default_partitions
+        partitions = (
+            t.num_partitions if t.num_partitions > 0 else broker.settings.default_partitions
+        )
         rf = (
             t.replication_factor
             if t.replication_factor > 0
@@ -75,7 +81,9 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 bool(request.validate_only),
             )
             if not request.validate_only:
-                await _wait_for(ctx, _has_leaders(ctx, t.name, len(node.partitions)), request.timeout_ms)
+                await _wait_for(
+                    ctx, _has_leaders(ctx, t.name, len(node.partitions)), request.timeout_ms
+                )
             results.append(
                 result_cls(
                     name=t.name,
@@ -107,7 +115,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             if not broker.settings.delete_topic_enable:
                 raise TopicDeletionDisabledError()
             await broker.zk.run(admin.delete_topic, broker.zk.kazoo, name)
-            await _wait_for(ctx, lambda n=name: n not in broker.metadata.topics, request.timeout_ms)
+            await _wait_for(ctx, _is_gone(ctx, name), request.timeout_ms)
             results.append(result_cls(name=name, error_code=0))
         except PafkaError as exc:
             results.append(result_cls(name=name, error_code=exc.code, error_message=exc.message))
@@ -124,9 +132,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
             assignment = None
             if t.assignments is not None:
                 current = len(broker.metadata.topics.get(t.name, {}))
-                assignment = {
-                    current + i: tuple(a.broker_ids) for i, a in enumerate(t.assignments)
-                }
+                assignment = {current + i: tuple(a.broker_ids) for i, a in enumerate(t.assignments)}
             if not request.validate_only:
                 await broker.zk.run(
                     admin.add_partitions, broker.zk.kazoo, t.name, t.count, assignment

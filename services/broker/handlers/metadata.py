@@ -29,7 +29,7 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     ]
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):
-        names: list[str | None] = sorted(cache.topics)
+        names: list[str | None] = list(sorted(cache.topics))
         ids: list[uuid.UUID | None] = [None] * len(names)
     else:
         names = [getattr(t, "name", None) for t in requested]

@@ -1,0 +1,36 @@
+"""Serving a service's HTTP port from inside its own asyncio loop.
+
+uvicorn's ``Server.serve`` installs its own SIGTERM/SIGINT handlers; the services own their
+signal handling (a broker's shutdown order matters), so the embedded server does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Generator
+from typing import Any
+
+import uvicorn
+
+
+class EmbeddedServer(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+async def start_http(app: Any, host: str, port: int) -> tuple[EmbeddedServer, asyncio.Task[None]]:
+    """Start serving and return once the port is bound (failures surface here, not later)."""
+    server = EmbeddedServer(
+        uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+        )
+    )
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise OSError(f"HTTP server on {host}:{port} exited during start-up")
+        await asyncio.sleep(0.01)
+    return server, task

@@ -1,0 +1,260 @@
+"""The controller: election, one ordered event queue, and the reactions to cluster changes.
+
+Every ZooKeeper watch only enqueues an event; one task processes events in order, so the
+controller's decisions never interleave. Only the active controller processes events; a
+standby keeps its watches and drops them, and on activation reloads everything from ZooKeeper.
+Decisions come from ``pafka.cluster`` (pure); this module reads state, calls them, writes the
+result fenced by the controller epoch, and tells brokers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from pafka.errors import ControllerFencedError, PafkaError
+from pafka.zk.client import SessionEvent, ZkClient
+from pafka.zk.znodes import (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+    ControllerZNode,
+    TopicZNode,
+)
+from services.controller.channel import BrokerChannel, Message
+from services.controller.context import ControllerContext
+from services.controller.fencing import Epoch, try_elect
+from services.controller.metrics import ControllerMetrics
+from services.controller.partitions import PartitionManager
+from services.controller.settings import ControllerSettings
+
+log = logging.getLogger(__name__)
+
+MAX_QUEUED_EVENTS = 10_000
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str
+    payload: Any = None
+    generation: int = 0
+
+
+@dataclass
+class Controller:
+    settings: ControllerSettings
+    metrics: ControllerMetrics = field(default_factory=ControllerMetrics)
+
+    def __post_init__(self) -> None:
+        self.zk = ZkClient(
+            self.settings.zookeeper,
+            session_timeout_ms=self.settings.zk_session_timeout_ms,
+            name=f"controller-{self.settings.controller_id}",
+        )
+        self.epoch: Epoch | None = None
+        self.context: ControllerContext | None = None
+        self.partitions: PartitionManager | None = None
+        self.channels: dict[int, BrokerChannel] = {}
+        self.generation = 0
+        self.connected = False
+        self._events: asyncio.Queue[Event] = asyncio.Queue(MAX_QUEUED_EVENTS)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._http = httpx.AsyncClient(timeout=self.settings.request_timeout_ms / 1000)
+        self._watched_topics: set[str] = set()
+
+    @property
+    def active(self) -> bool:
+        return self.epoch is not None
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.zk.add_session_listener(self._on_session)
+        await self.zk.start(timeout_s=30)
+        self.connected = True
+        self._tasks.append(asyncio.create_task(self._process_events()))
+        self._tasks.append(asyncio.create_task(self._periodic_rebalance()))
+        self.zk.watch_data(ControllerZNode.path(), self._on_controller_node)
+        self.zk.watch_children(BROKER_IDS, lambda c: self._enqueue("brokers", c))
+        self.zk.watch_children(BROKER_TOPICS, self._on_topics)
+        self.zk.watch_children(DELETE_TOPICS, lambda c: self._enqueue("delete", c))
+        self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda c: self._enqueue("isr", c))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._drop_channels()
+        await self._http.aclose()
+        await self.zk.close()
+
+    async def _enqueue(self, kind: str, payload: Any = None) -> None:
+        if self._events.full():
+            log.error("event queue full; dropping %s and resynchronising", kind)
+            self._events = asyncio.Queue(MAX_QUEUED_EVENTS)
+            kind, payload = "resync", None
+        self._events.put_nowait(Event(kind, payload, self.generation))
+
+    async def _on_topics(self, children: list[str]) -> None:
+        for topic in children:
+            if topic not in self._watched_topics:
+                self._watched_topics.add(topic)
+                self.zk.watch_data(TopicZNode.path(topic), self._topic_watcher(topic))
+        await self._enqueue("topics", children)
+
+    def _topic_watcher(self, topic: str) -> Callable[[bytes | None], Awaitable[None]]:
+        async def changed(data: bytes | None) -> None:
+            await self._enqueue("topic_data", (topic, data))
+
+        return changed
+
+    async def _on_controller_node(self, data: bytes | None) -> None:
+        if data is None:
+            await self._enqueue("elect")
+
+    async def _on_session(self, event: SessionEvent) -> None:
+        self.connected = event is SessionEvent.CONNECTED
+        if event is SessionEvent.LOST:
+            await self.resign("ZooKeeper session expired")
+        elif event is SessionEvent.CONNECTED:
+            await self._enqueue("elect")
+
+    # -- election --------------------------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        if self.active:
+            return
+        me = ControllerZNode(
+            self.settings.controller_id, self.settings.advertised_host, self.settings.url
+        )
+        epoch = await self.zk.run(try_elect, self.zk.kazoo, me)
+        if epoch is None:
+            self.metrics.active.set(0)
+            return
+        log.info("controller %d is active with epoch %d", self.settings.controller_id, epoch.epoch)
+        self.epoch = epoch
+        self.generation += 1
+        self.metrics.active.set(1)
+        self.metrics.epoch.set(epoch.epoch)
+        try:
+            await self._activate(epoch)
+        except ControllerFencedError as exc:
+            await self.resign(str(exc))
+
+    async def _activate(self, epoch: Epoch) -> None:
+        context = ControllerContext(epoch=epoch.epoch)
+        self.context = context
+        self.partitions = PartitionManager(
+            self.zk, self.settings.controller_id, epoch, context, self.send
+        )
+        await self.partitions.load()
+        for broker in context.brokers.values():
+            self._channel(broker.id, broker.control_url)
+        await self.partitions.on_startup()
+        self.metrics.bind(context)
+
+    async def resign(self, why: str) -> None:
+        if not self.active:
+            return
+        log.warning("controller %d resigns: %s", self.settings.controller_id, why)
+        self.epoch = None
+        self.context = None
+        self.partitions = None
+        self.generation += 1
+        self.metrics.active.set(0)
+        await self._drop_channels()
+
+    async def _drop_channels(self) -> None:
+        channels, self.channels = self.channels, {}
+        await asyncio.gather(*(c.close() for c in channels.values()), return_exceptions=True)
+
+    def _channel(self, broker_id: int, url: str) -> BrokerChannel:
+        channel = self.channels.get(broker_id)
+        if channel is None or channel.url != url.rstrip("/"):
+            channel = BrokerChannel(
+                broker_id,
+                url,
+                self._http,
+                self.settings.max_queued_requests,
+                lambda: self.resign("a broker has seen a newer controller epoch"),
+            )
+            self.channels[broker_id] = channel
+        return channel
+
+    def send(self, broker_id: int, message: Message) -> None:
+        context = self.context
+        if context is None or broker_id not in context.brokers:
+            return
+        self._channel(broker_id, context.brokers[broker_id].control_url).send(message)
+
+    # -- the event loop --------------------------------------------------------------------------
+
+    async def _process_events(self) -> None:
+        while True:
+            event = await self._events.get()
+            try:
+                await self._process(event)
+            except ControllerFencedError as exc:
+                await self.resign(str(exc))
+            except PafkaError as exc:
+                log.error("event %s failed: %s", event.kind, exc)
+            except Exception:
+                log.exception("event %s failed", event.kind)
+
+    async def _process(self, event: Event) -> None:
+        if event.kind == "elect":
+            await self._elect()
+            return
+        manager = self.partitions
+        if manager is None or event.generation != self.generation:
+            # Events seen before this activation are covered by the full load it did.
+            return
+        if event.kind == "brokers":
+            closed = await manager.on_brokers(set(int(b) for b in event.payload))
+            for broker_id in closed:
+                channel = self.channels.pop(broker_id, None)
+                if channel is not None:
+                    await channel.close()
+        elif event.kind == "topics":
+            await manager.on_topics(set(event.payload))
+        elif event.kind == "topic_data":
+            topic, data = event.payload
+            if data is not None:
+                await manager.on_topic_data(topic, data)
+        elif event.kind == "delete":
+            await manager.on_delete_requests(list(event.payload))
+        elif event.kind == "isr":
+            await manager.on_isr_notifications(list(event.payload))
+        elif event.kind == "preferred":
+            await manager.rebalance_preferred(
+                self.settings.preferred_imbalance_ratio, event.payload
+            )
+        elif event.kind == "resync" and self.epoch is not None:
+            await self._activate(self.epoch)
+
+    async def _periodic_rebalance(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.preferred_rebalance_interval_ms / 1000)
+            if self.active:
+                await self._enqueue("preferred", None)
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        context = self.context
+        return {
+            "controller_id": self.settings.controller_id,
+            "active": self.active,
+            "epoch": self.epoch.epoch if self.epoch else None,
+            "zookeeper_connected": self.connected,
+            "live_brokers": sorted(context.brokers) if context else None,
+            "topics": len(context.topic_ids) if context else None,
+            "partitions": len(context.partitions) if context else None,
+            "offline_partitions": context.offline_count() if context else None,
+        }

@@ -1,0 +1,69 @@
+"""The controller's settings: one typed, immutable object read from ``PAFKA_CONTROLLER_*``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pafka.errors import ConfigError
+
+PREFIX = "PAFKA_CONTROLLER_"
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(PREFIX + name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{PREFIX}{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{PREFIX}{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _default_id() -> int:
+    # Stable per host (a pod name in Kubernetes), so restarts keep their identity.
+    return zlib.crc32(socket.gethostname().encode()) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    controller_id: int
+    zookeeper: str = "127.0.0.1:2181"
+    host: str = "0.0.0.0"
+    advertised_host: str = "127.0.0.1"
+    http_port: int = 8090
+    zk_session_timeout_ms: int = 6000
+    request_timeout_ms: int = 10_000
+    # Control requests queued per broker before the oldest are dropped (the broker is
+    # re-synchronised in full when it comes back).
+    max_queued_requests: int = 1000
+    preferred_rebalance_interval_ms: int = 300_000
+    preferred_imbalance_ratio: float = 0.10
+    log_level: str = "INFO"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.advertised_host}:{self.http_port}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ControllerSettings:
+        env = os.environ if env is None else env
+        return cls(
+            controller_id=_int(env, "ID", _default_id()),
+            zookeeper=env.get(PREFIX + "ZOOKEEPER") or cls.zookeeper,
+            host=env.get(PREFIX + "HOST") or cls.host,
+            advertised_host=env.get(PREFIX + "ADVERTISED_HOST") or socket.gethostname(),
+            http_port=_int(env, "HTTP_PORT", cls.http_port),
+            zk_session_timeout_ms=_int(env, "ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
+            request_timeout_ms=_int(env, "REQUEST_TIMEOUT_MS", 10_000, minimum=100),
+            preferred_rebalance_interval_ms=_int(
+                env, "PREFERRED_REBALANCE_INTERVAL_MS", 300_000, minimum=1000
+            ),
+            log_level=(env.get(PREFIX + "LOG_LEVEL") or "INFO").upper(),
+        )
