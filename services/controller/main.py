@@ -44,6 +44,7 @@ def main() -> None:
             f"%(asctime)s controller-{settings.controller_id} %(levelname)s %(name)s: %(message)s"
         ),
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         asyncio.run(run(settings))
     except PafkaError as exc:

@@ -1,0 +1,90 @@
+"""``pafka cluster up|status|down``: a local cluster of real processes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pafka.errors import ConfigError
+from pafka.local.cluster import LocalCluster, attach, read_state
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("PAFKA_HOME", ".pafka"))
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("cluster", help="start, inspect or stop a local cluster")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+    up = verbs.add_parser("up", help="start a local cluster in the background")
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--controllers", type=int, default=2)
+    up.add_argument("--data-dir", type=Path, default=None)
+    up.add_argument("--zookeeper", help="use this ZooKeeper instead of starting one")
+    up.set_defaults(handler=cluster_up)
+    status = verbs.add_parser("status", help="show the local cluster's processes")
+    status.add_argument("--data-dir", type=Path, default=None)
+    status.set_defaults(handler=cluster_status)
+    down = verbs.add_parser("down", help="stop the local cluster")
+    down.add_argument("--data-dir", type=Path, default=None)
+    down.set_defaults(handler=cluster_down)
+
+
+def print_endpoints(endpoints: dict[str, Any]) -> None:
+    print(f"bootstrap servers: {endpoints['bootstrap_servers']}")
+    print(f"zookeeper:         {endpoints['zookeeper']}")
+    for broker_id, urls in endpoints["brokers"].items():
+        print(f"broker {broker_id}:          {urls['kafka']}  metrics {urls['metrics']}")
+    for controller_id, urls in endpoints["controllers"].items():
+        print(f"controller {controller_id}:      {urls['status']}  metrics {urls['metrics']}")
+
+
+def cluster_up(args: argparse.Namespace) -> int:
+    data_dir = args.data_dir or default_data_dir()
+    if args.brokers < 1 or args.controllers < 1:
+        raise ConfigError("a cluster needs at least one broker and one controller")
+    existing = attach(data_dir)
+    if existing is not None and any(s.alive() for s in existing.services.values()):
+        print(f"a cluster is already running from {data_dir}:")
+        print_endpoints(existing.endpoints())
+        return 0
+    cluster = LocalCluster(
+        data_dir, brokers=args.brokers, controllers=args.controllers, zookeeper=args.zookeeper
+    )
+    cluster.start(detach=True)
+    print(f"pafka cluster is up (state in {data_dir / 'cluster.json'})")
+    print_endpoints(cluster.endpoints())
+    return 0
+
+
+def cluster_status(args: argparse.Namespace) -> int:
+    data_dir = args.data_dir or default_data_dir()
+    cluster = attach(data_dir)
+    state = read_state(data_dir)
+    if cluster is None or state is None:
+        print(f"no cluster recorded in {data_dir}")
+        return 1
+    healthy = True
+    for service in cluster.services.values():
+        alive, ready = service.alive(), service.ready()
+        healthy &= alive and ready
+        status = "ready" if ready else ("running, not ready" if alive else "stopped")
+        print(f"{service.name:14s} pid {service.pid:<8d} {status:20s} {service.http_url}")
+    endpoints = state["endpoints"]
+    assert isinstance(endpoints, dict)
+    print(json.dumps({"bootstrap_servers": endpoints["bootstrap_servers"]}))
+    return 0 if healthy else 1
+
+
+def cluster_down(args: argparse.Namespace) -> int:
+    data_dir = args.data_dir or default_data_dir()
+    cluster = attach(data_dir)
+    if cluster is None:
+        print(f"no cluster recorded in {data_dir}")
+        return 0
+    cluster.stop()
+    print("pafka cluster stopped")
+    return 0

@@ -1,0 +1,77 @@
+"""Which cluster a client command talks to: --bootstrap-server, --zookeeper, or the local one."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from pafka.cli.cluster import default_data_dir
+from pafka.errors import ConfigError, CoordinationError
+from pafka.local.cluster import read_state
+
+ZK_TIMEOUT_S = 10
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--bootstrap-server", help="HOST:PORT[,HOST:PORT...] of brokers")
+    group.add_argument("--zookeeper", help="HOST:PORT[/chroot] of the cluster's ZooKeeper")
+
+
+@dataclass(frozen=True)
+class Target:
+    bootstrap: str | None
+    zookeeper: str | None
+
+
+def resolve(args: argparse.Namespace) -> Target:
+    if args.bootstrap_server or args.zookeeper:
+        return Target(args.bootstrap_server, args.zookeeper)
+    state = read_state(default_data_dir())
+    if state is None:
+        raise ConfigError(
+            "no --bootstrap-server or --zookeeper given and no local cluster found "
+            f"(looked in {default_data_dir()}); start one with `pafka cluster up`"
+        )
+    endpoints = state["endpoints"]
+    assert isinstance(endpoints, dict)
+    return Target(str(endpoints["bootstrap_servers"]), str(state["zookeeper"]))
+
+
+@contextmanager
+def zookeeper(connect: str) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=connect)
+    try:
+        client.start(timeout=ZK_TIMEOUT_S)
+    except Exception as exc:
+        raise CoordinationError(f"cannot reach ZooKeeper at {connect}: {exc}") from exc
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def bootstrap_servers(target: Target) -> str:
+    """Brokers to connect to; with only ZooKeeper, discovered from ``/brokers/ids``."""
+    if target.bootstrap:
+        return target.bootstrap
+    from pafka.admin.topics import live_brokers
+
+    assert target.zookeeper is not None
+    with zookeeper(target.zookeeper) as zk:
+        brokers = live_brokers(zk)
+    if not brokers:
+        raise CoordinationError("no brokers are registered in ZooKeeper")
+    return ",".join(f"{b.host}:{b.port}" for b in brokers)
+
+
+def admin_client(target: Target) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=bootstrap_servers(target), client_id="pafka-cli")

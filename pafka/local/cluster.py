@@ -1,0 +1,344 @@
+"""A local multi-process pafka cluster: ZooKeeper, controllers and brokers as real processes.
+
+Used by ``pafka cluster up`` (detached, state recorded in ``{data_dir}/cluster.json``), by the
+integration and fault tests (which kill, pause and restart its processes) and by the benchmarks.
+Every process logs to its own file in the data directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pafka.errors import CoordinationError
+from pafka.local.zookeeper import ZooKeeperServer, free_port
+
+STATE_FILE = "cluster.json"
+DEFAULT_BROKER_PORT = 9092
+DEFAULT_BROKER_HTTP_PORT = 8091
+DEFAULT_CONTROLLER_HTTP_PORT = 8090
+HOST = "127.0.0.1"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def _pick_port(preferred: int, taken: set[int]) -> int:
+    port = preferred if preferred not in taken and _port_free(preferred) else free_port()
+    while port in taken:
+        port = free_port()
+    taken.add(port)
+    return port
+
+
+@dataclass
+class ServiceProcess:
+    kind: str  # "broker" | "controller"
+    id: int
+    http_port: int
+    log_path: str
+    data_dir: str = ""
+    port: int = 0  # Kafka port (brokers)
+    pid: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}-{self.id}"
+
+    @property
+    def http_url(self) -> str:
+        return f"http://{HOST}:{self.http_port}"
+
+    def alive(self) -> bool:
+        if self.pid <= 0:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        # A zombie (exited child not yet reaped) is not alive.
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+            return stat.split(") ", 1)[1][0] != "Z"
+        except (OSError, IndexError):
+            return True
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.http_url + "/readyz", timeout=1) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+
+class LocalCluster:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        brokers: int = 3,
+        controllers: int = 2,
+        zookeeper: str | None = None,
+        broker_env: dict[str, str] | None = None,
+    ) -> None:
+        self.data_dir = data_dir.resolve()
+        self.zookeeper_connect = zookeeper
+        self.zookeeper: ZooKeeperServer | None = None
+        self.services: dict[str, ServiceProcess] = {}
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        # ZooKeeper started by an earlier `pafka cluster up`, known only by pid.
+        self._zookeeper_pid: int | None = None
+        taken: set[int] = set()
+        for i in range(1, controllers + 1):
+            self._add(
+                "controller", i, _pick_port(DEFAULT_CONTROLLER_HTTP_PORT + 10 * (i - 1), taken)
+            )
+        for i in range(1, brokers + 1):
+            port = _pick_port(DEFAULT_BROKER_PORT + i - 1, taken)
+            http = _pick_port(DEFAULT_BROKER_HTTP_PORT + 10 * (i - 1), taken)
+            broker = self._add("broker", i, http)
+            broker.port = port
+            broker.data_dir = str(self.data_dir / f"broker-{i}" / "data")
+        self.broker_env = broker_env or {}
+
+    def _add(self, kind: str, i: int, http_port: int) -> ServiceProcess:
+        service = ServiceProcess(
+            kind=kind, id=i, http_port=http_port, log_path=str(self.data_dir / f"{kind}-{i}.log")
+        )
+        self.services[service.name] = service
+        return service
+
+    # -- addresses -------------------------------------------------------------------------------
+
+    def brokers(self) -> list[ServiceProcess]:
+        return [s for s in self.services.values() if s.kind == "broker"]
+
+    def controllers(self) -> list[ServiceProcess]:
+        return [s for s in self.services.values() if s.kind == "controller"]
+
+    def broker(self, broker_id: int) -> ServiceProcess:
+        return self.services[f"broker-{broker_id}"]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"{HOST}:{b.port}" for b in self.brokers())
+
+    def broker_data_dirs(self) -> list[str]:
+        return [b.data_dir for b in self.brokers()]
+
+    def broker_pids(self) -> dict[int, int]:
+        return {b.id: b.pid for b in self.brokers()}
+
+    # -- life cycle ------------------------------------------------------------------------------
+
+    def start(self, *, detach: bool = False, timeout_s: float = 60.0) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self.zookeeper_connect is None:
+            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper", port=0)
+            preferred = 2181 if _port_free(2181) else 0
+            self.zookeeper.port = preferred
+            self.zookeeper.start(detach=detach)
+            self.zookeeper_connect = self.zookeeper.connect_string
+        for service in self.services.values():
+            self._spawn(service, detach=detach)
+        self.wait_ready(timeout_s)
+        self.write_state()
+
+    def _environment(self, service: ServiceProcess) -> dict[str, str]:
+        assert self.zookeeper_connect is not None
+        if service.kind == "controller":
+            return {
+                "PAFKA_CONTROLLER_ID": str(service.id),
+                "PAFKA_CONTROLLER_ZOOKEEPER": self.zookeeper_connect,
+                "PAFKA_CONTROLLER_HOST": HOST,
+                "PAFKA_CONTROLLER_ADVERTISED_HOST": HOST,
+                "PAFKA_CONTROLLER_HTTP_PORT": str(service.http_port),
+                "PAFKA_CONTROLLER_ZK_SESSION_TIMEOUT_MS": "6000",
+            }
+        return {
+            "PAFKA_BROKER_ID": str(service.id),
+            "PAFKA_BROKER_ZOOKEEPER": self.zookeeper_connect,
+            "PAFKA_BROKER_HOST": HOST,
+            "PAFKA_BROKER_ADVERTISED_HOST": HOST,
+            "PAFKA_BROKER_PORT": str(service.port),
+            "PAFKA_BROKER_HTTP_PORT": str(service.http_port),
+            "PAFKA_BROKER_DATA_DIR": service.data_dir,
+            "PAFKA_BROKER_ZK_SESSION_TIMEOUT_MS": "6000",
+            **self.broker_env,
+        }
+
+    def _spawn(self, service: ServiceProcess, *, detach: bool) -> None:
+        service.env = self._environment(service)
+        env = {**os.environ, **service.env, "PYTHONUNBUFFERED": "1"}
+        with open(service.log_path, "ab") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "pafka.cli.main", service.kind],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        service.pid = child.pid
+        if not detach:
+            self._children[child.pid] = child
+
+    def wait_ready(
+        self, timeout_s: float = 60.0, services: list[ServiceProcess] | None = None
+    ) -> None:
+        pending = list(services or self.services.values())
+        deadline = time.monotonic() + timeout_s
+        while pending:
+            for service in list(pending):
+                self._reap()
+                if not service.alive():
+                    raise CoordinationError(
+                        f"{service.name} exited during start-up; log {service.log_path}:\n"
+                        + self._tail(service)
+                    )
+                if service.ready():
+                    pending.remove(service)
+            if pending and time.monotonic() > deadline:
+                names = ", ".join(s.name for s in pending)
+                raise CoordinationError(f"not ready after {timeout_s:.0f}s: {names}")
+            if pending:
+                time.sleep(0.1)
+
+    def _reap(self) -> None:
+        for child in self._children.values():
+            child.poll()
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        for service in self.services.values():
+            self.send_signal(service, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for service in self.services.values():
+            while service.alive() and time.monotonic() < deadline:
+                self._reap()
+                time.sleep(0.05)
+            if service.alive():
+                self.send_signal(service, signal.SIGKILL)
+        self._reap()
+        if self.zookeeper is not None and self.zookeeper.process is not None:
+            self.zookeeper.stop()
+        elif self._zookeeper_pid is not None:
+            _terminate(self._zookeeper_pid, grace_s)
+        state = self.data_dir / STATE_FILE
+        state.unlink(missing_ok=True)
+
+    def send_signal(self, service: ServiceProcess, sig: signal.Signals) -> None:
+        if service.pid > 0 and service.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(service.pid, sig)
+
+    def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> None:
+        """Kill one process (``broker-1``, ``controller-2``) and wait until it is gone."""
+        service = self.services[name]
+        self.send_signal(service, sig)
+        deadline = time.monotonic() + 30
+        while service.alive() and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.05)
+
+    def restart(self, name: str, timeout_s: float = 60.0) -> None:
+        service = self.services[name]
+        if service.alive():
+            self.kill(name, signal.SIGTERM)
+        self._spawn(service, detach=False)
+        self.wait_ready(timeout_s, [service])
+
+    # -- reporting -------------------------------------------------------------------------------
+
+    def _tail(self, service: ServiceProcess, lines: int = 40) -> str:
+        try:
+            return "\n".join(
+                Path(service.log_path).read_text(errors="replace").splitlines()[-lines:]
+            )
+        except OSError:
+            return "(no log)"
+
+    def dump_logs(self, lines: int = 60) -> str:
+        return "\n".join(
+            f"----- {s.name} ({s.log_path}) -----\n{self._tail(s, lines)}"
+            for s in self.services.values()
+        )
+
+    def endpoints(self) -> dict[str, object]:
+        return {
+            "bootstrap_servers": self.bootstrap,
+            "zookeeper": self.zookeeper_connect,
+            "brokers": {
+                b.id: {"kafka": f"{HOST}:{b.port}", "metrics": b.http_url + "/metrics"}
+                for b in self.brokers()
+            },
+            "controllers": {
+                c.id: {"status": c.http_url + "/status", "metrics": c.http_url + "/metrics"}
+                for c in self.controllers()
+            },
+        }
+
+    def write_state(self) -> None:
+        state = {
+            "zookeeper": self.zookeeper_connect,
+            "zookeeper_pid": self.zookeeper.process.pid
+            if self.zookeeper and self.zookeeper.process
+            else None,
+            "zookeeper_dir": str(self.zookeeper.data_dir) if self.zookeeper else None,
+            "services": [asdict(s) for s in self.services.values()],
+            "endpoints": self.endpoints(),
+        }
+        (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+
+def _terminate(pid: int, grace_s: float) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+
+
+def read_state(data_dir: Path) -> dict[str, object] | None:
+    path = data_dir / STATE_FILE
+    if not path.exists():
+        return None
+    loaded: dict[str, object] = json.loads(path.read_text())
+    return loaded
+
+
+def attach(data_dir: Path) -> LocalCluster | None:
+    """A handle on a cluster started earlier (by ``pafka cluster up``) from its state file."""
+    state = read_state(data_dir)
+    if state is None:
+        return None
+    cluster = LocalCluster(data_dir, brokers=0, controllers=0, zookeeper=str(state["zookeeper"]))
+    services = state["services"]
+    assert isinstance(services, list)
+    for raw in services:
+        service = ServiceProcess(**raw)
+        cluster.services[service.name] = service
+    zk_pid = state.get("zookeeper_pid")
+    if isinstance(zk_pid, int):
+        zk = ZooKeeperServer(Path(str(state["zookeeper_dir"])))
+        zk.port = int(str(state["zookeeper"]).rsplit(":", 1)[1])
+        cluster.zookeeper = zk
+        cluster._zookeeper_pid = zk_pid
+    return cluster
