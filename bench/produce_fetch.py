@@ -119,7 +119,9 @@ def main() -> None:
 
         from pafka.local.cluster import LocalCluster
 
-        cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="pafka-bench-")), brokers=1, controllers=1)
+        cluster = LocalCluster(
+            Path(tempfile.mkdtemp(prefix="pafka-bench-")), brokers=1, controllers=1
+        )
         cluster.start()
         bootstrap = cluster.bootstrap
     try:

@@ -70,7 +70,9 @@ def _produce(conn: Conn, topic: str, records: bytes, partition: int = 0):  # typ
         topic_data=[
             R.TopicProduceData(
                 name=topic,
-                partition_data=[R.TopicProduceData.PartitionProduceData(index=partition, records=records)],
+                partition_data=[
+                    R.TopicProduceData.PartitionProduceData(index=partition, records=records)
+                ],
             )
         ],
     )
@@ -86,7 +88,11 @@ def test_illegal_topic_names_are_refused_without_a_directory(cluster) -> None:  
             req = R(
                 topics=[
                     R.CreatableTopic(
-                        name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[]
+                        name=name,
+                        num_partitions=1,
+                        replication_factor=1,
+                        assignments=[],
+                        configs=[],
                     )
                 ],
                 timeout_ms=10_000,
@@ -97,7 +103,9 @@ def test_illegal_topic_names_are_refused_without_a_directory(cluster) -> None:  
     finally:
         c.close()
     for data_dir in cluster.broker_data_dirs():
-        assert not any(p.name.startswith(("bad name", "ü-topic", "x" * 200)) for p in data_dir.iterdir())
+        assert not any(
+            p.name.startswith(("bad name", "ü-topic", "x" * 200)) for p in data_dir.iterdir()
+        )
 
 
 def test_negative_and_oversized_frames_close_the_connection(cluster) -> None:  # type: ignore[no-untyped-def]
@@ -134,7 +142,9 @@ def test_bad_crc_is_refused_and_not_stored(cluster) -> None:  # type: ignore[no-
 
 def test_batch_above_max_message_bytes_is_refused(cluster) -> None:  # type: ignore[no-untyped-def]
     topic = f"big-{uuid.uuid4().hex[:8]}"
-    cluster.create_topic(topic, partitions=1, replication_factor=1, config={"max.message.bytes": "2048"})
+    cluster.create_topic(
+        topic, partitions=1, replication_factor=1, config={"max.message.bytes": "2048"}
+    )
     c = Conn(cluster.leader_address(topic, 0))
     try:
         assert _produce(c, topic, _batch([b"x" * 4096])).error_code == MESSAGE_TOO_LARGE

@@ -1,0 +1,58 @@
+# pafka: `make up` starts a local cluster and shows it working; `make test` runs the suite.
+# Both install what is missing first (Debian's zookeeper and a JDK, the Python environment).
+
+VENV    ?= .venv
+PYTHON  := $(VENV)/bin/python
+PAFKA   := $(VENV)/bin/pafka
+STAMP   := $(VENV)/.installed
+export PAFKA_HOME ?= $(CURDIR)/.pafka
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: up down status test test-faults lint bench system-deps deps clean
+
+system-deps:
+	@if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null; then \
+		echo "installing zookeeper and a JDK from Debian"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+deps: system-deps $(STAMP)
+
+up: deps
+	$(PAFKA) cluster up --brokers 3 --controllers 2
+	$(PAFKA) topics create demo --partitions 6 --replication-factor 3 || true
+	$(PAFKA) topics describe demo
+	printf 'hello\npafka\n' | $(PAFKA) produce demo
+	$(PAFKA) consume demo --from-beginning --max-messages 2 --timeout-ms 5000
+	@echo; $(PAFKA) cluster status
+
+down:
+	-$(PAFKA) cluster down
+
+status:
+	$(PAFKA) cluster status
+
+lint: deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: deps lint
+	$(VENV)/bin/pytest -q
+
+test-faults: deps
+	$(VENV)/bin/pytest -q -m faults
+
+bench: deps
+	$(PYTHON) -m bench.produce_fetch
+
+clean: down
+	rm -rf $(PAFKA_HOME)
