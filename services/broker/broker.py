@@ -194,7 +194,19 @@ class Broker:
         self.metadata.apply(request)
         for topic in request.deleted_topics:
             self._topic_configs.pop(topic, None)
+        if request.full:
+            self._delete_stray_logs()
         return {}
+
+    def _delete_stray_logs(self) -> None:
+        """Remove data of topics deleted while this broker was down (it missed StopReplica)."""
+        for topic, partition in self.logs.existing():
+            if (
+                topic not in self.metadata.topics
+                and (topic, partition) not in self.replicas.partitions
+            ):
+                log.info("deleting stray log %s-%d of a deleted topic", topic, partition)
+                self.logs.delete(topic, partition)
 
     async def on_stop_replica(self, request: control.StopReplica) -> dict[str, int]:
         return self.replicas.stop_replica(request)

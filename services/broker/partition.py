@@ -64,6 +64,25 @@ class Partition:
         self.is_leader = False
         self.producers = ProducerStateTable()
         self.notifier = Notifier()
+        self._rebuild_producer_state()
+
+    def _rebuild_producer_state(self) -> None:
+        """Recover idempotence state from the log's recent batches, so a producer retrying
+        across a broker restart still gets its duplicates recognised."""
+        recent = max(len(self.log.segments) - 2, 0)
+        for head in self.log.iter_headers(recent):
+            if head.producer_id != NO_PRODUCER_ID:
+                self.producers.record(
+                    head.producer_id,
+                    head.producer_epoch,
+                    BatchRecord(
+                        first_seq=head.base_sequence,
+                        last_seq=head.base_sequence + head.last_offset_delta,
+                        first_offset=head.base_offset,
+                        last_offset=head.last_offset,
+                        timestamp_ms=head.max_timestamp,
+                    ),
+                )
 
     def __repr__(self) -> str:
         return (

@@ -199,7 +199,7 @@ def test_confluent_admin_creates_and_deletes_topics(cluster) -> None:  # type: i
     assert all(len(p.replicas) == 2 for p in meta.topics[name].partitions.values())
 
     duplicate = admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)])
-    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS|already exists"):
+    with pytest.raises(Exception, match=r"TOPIC_ALREADY_EXISTS|already exists"):
         duplicate[name].result(30)
 
     admin.delete_topics([name])[name].result(30)

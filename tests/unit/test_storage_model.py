@@ -1,0 +1,205 @@
+"""The segmented log against a plain list, driven by hypothesis.
+
+The machine appends, reads, rolls (tiny segments), truncates, damages the tail, crashes (no
+clean close) and reopens, closes cleanly, and applies retention. After each step the log must
+hold exactly the model's batches, in order, with the model's offsets.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from pafka.errors import OffsetOutOfRangeError
+from pafka.records.batch import iter_batches
+from pafka.storage.config import LogConfig
+from pafka.storage.log import Log
+from tests.unit.records_util import build_batch
+
+CONFIG = LogConfig(segment_bytes=400, index_interval_bytes=64, retention_ms=-1)
+
+
+class LogMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.root = Path(tempfile.mkdtemp(prefix="pafka-model-"))
+        self.dir = self.root / "topic-0"
+        self.log = Log.open(self.dir, CONFIG)
+        # The model: (base_offset, values) per batch, and the log start offset.
+        self.batches: list[tuple[int, list[bytes]]] = []
+        self.start = 0
+        self.epoch = 0
+
+    def teardown(self) -> None:
+        for segment in self.log.segments:
+            segment.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @property
+    def end(self) -> int:
+        if not self.batches:
+            return self.start
+        base, values = self.batches[-1]
+        return base + len(values)
+
+    @rule(values=st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=5))
+    def append(self, values: list[bytes]) -> None:
+        info = self.log.append(
+            build_batch(values), leader_epoch=self.epoch, now_ms=int(time.time() * 1000)
+        )
+        assert info.first_offset == self.end
+        self.batches.append((info.first_offset, values))
+        self.log.high_watermark = self.log.log_end_offset
+
+    @rule()
+    def bump_epoch(self) -> None:
+        self.epoch += 1
+
+    @rule(data=st.data())
+    def read(self, data: st.DataObject) -> None:
+        offset = data.draw(st.integers(min_value=self.start, max_value=self.end))
+        max_bytes = data.draw(st.integers(min_value=1, max_value=600))
+        raw = self.log.read(offset, max_bytes)
+        got = [h.base_offset for _, h in iter_batches(raw)]
+        expected = [b for b, v in self.batches if b + len(v) > offset]
+        if expected:
+            assert got, "a read with data available returns at least one batch"
+            assert got == expected[: len(got)]
+            assert len(got) == 1 or len(raw) <= max_bytes
+        else:
+            assert got == []
+
+    @rule(data=st.data())
+    def read_out_of_range(self, data: st.DataObject) -> None:
+        offset = data.draw(st.sampled_from([self.start - 1, self.end + 1]))
+        if offset < 0:
+            return
+        with pytest.raises(OffsetOutOfRangeError):
+            self.log.read(offset, 100)
+
+    @precondition(lambda self: len(self.batches) > 0)
+    @rule(data=st.data())
+    def truncate(self, data: st.DataObject) -> None:
+        index = data.draw(st.integers(min_value=0, max_value=len(self.batches) - 1))
+        base, _ = self.batches[index]
+        if base < self.start:
+            return
+        self.log.truncate_to(base)
+        self.batches = self.batches[:index]
+
+    @precondition(lambda self: len(self.batches) > 0)
+    @rule(garbage=st.binary(min_size=1, max_size=80))
+    def crash_with_torn_tail(self, garbage: bytes) -> None:
+        """A crash mid-write: junk after the last batch, no clean shutdown marker."""
+        path = self.log.active.log_path
+        self.log.active.flush()
+        with open(path, "ab") as f:
+            f.write(garbage)
+        self._reopen(clean=False)
+
+    @precondition(lambda self: len(self.batches) > 0)
+    @rule(data=st.data())
+    def crash_with_corrupt_last_batch(self, data: st.DataObject) -> None:
+        base, _values = self.batches[-1]
+        if base < self.log.active.base_offset:
+            return
+        size = self.log.active.size
+        raw_last = self.log.read(base, 1 << 20)
+        position = (
+            size - len(raw_last) + data.draw(st.integers(min_value=21, max_value=len(raw_last) - 1))
+        )
+        with open(self.log.active.log_path, "r+b") as f:
+            f.seek(position)
+            byte = f.read(1)
+            f.seek(position)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        self._reopen(clean=False)
+        self.batches.pop()
+
+    @rule()
+    def clean_restart(self) -> None:
+        self._reopen(clean=True)
+
+    @rule()
+    def roll(self) -> None:
+        if self.log.active.size:
+            self.log.roll()
+
+    @rule()
+    def retention_by_size(self) -> None:
+        self.log.config = LogConfig(
+            segment_bytes=CONFIG.segment_bytes,
+            index_interval_bytes=CONFIG.index_interval_bytes,
+            retention_ms=-1,
+            retention_bytes=800,
+        )
+        self.log.apply_retention(int(time.time() * 1000))
+        self.log.config = CONFIG
+        self.start = self.log.log_start_offset
+        self.batches = [(b, v) for b, v in self.batches if b >= self.start]
+
+    def _reopen(self, *, clean: bool) -> None:
+        start = self.log.log_start_offset
+        if clean:
+            self.log.close()
+        else:
+            for segment in self.log.segments:
+                segment.close()
+        self.log = Log.open(self.dir, CONFIG, log_start_offset=start)
+
+    @invariant()
+    def matches_model(self) -> None:
+        assert self.log.log_end_offset == self.end
+        assert self.log.log_start_offset == self.start
+        got: list[tuple[int, int]] = []
+        offset = self.start
+        while offset < self.end:
+            headers = [h for _, h in iter_batches(self.log.read(offset, 1 << 24))]
+            assert headers, f"no data at {offset} below the end {self.end}"
+            got += [(h.base_offset, h.records_count) for h in headers]
+            offset = headers[-1].next_offset
+        assert got == [(b, len(v)) for b, v in self.batches if b >= self.start]
+
+
+TestLogModel = LogMachine.TestCase
+TestLogModel.settings = settings(max_examples=100, stateful_step_count=30, deadline=None)
+
+
+def test_index_rebuilt_when_deleted(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    for i in range(30):
+        log.append(build_batch([b"v%d" % i]), leader_epoch=0, now_ms=1000 + i)
+    log.close()
+    for index in (tmp_path / "t-0").glob("*.index"):
+        index.unlink()
+    reopened = Log.open(tmp_path / "t-0", CONFIG)
+    assert reopened.log_end_offset == 30
+    assert [h.base_offset for _, h in iter_batches(reopened.read(17, 1))] == [17]
+
+
+def test_offset_for_timestamp(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    for i in range(20):
+        log.append(build_batch([b"x"], timestamp_ms=10_000 + 100 * i), leader_epoch=0, now_ms=0)
+    assert log.offset_for_timestamp(10_000) == (10_000, 0)
+    assert log.offset_for_timestamp(10_150) == (10_200, 2)
+    assert log.offset_for_timestamp(99_999) is None
+
+
+def test_leader_epochs_survive_reopen(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    for epoch in (0, 0, 2, 2, 5):
+        log.append(build_batch([b"x"]), leader_epoch=epoch, now_ms=0)
+    log.close()
+    reopened = Log.open(tmp_path / "t-0", CONFIG)
+    assert reopened.epochs.entries == [(0, 0), (2, 2), (5, 4)]
+    assert reopened.end_offset_for_epoch(2) == (2, 4)
+    assert reopened.end_offset_for_epoch(3) == (2, 4)
+    assert reopened.end_offset_for_epoch(5) == (5, 5)
