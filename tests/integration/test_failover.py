@@ -1,0 +1,199 @@
+"""Process failures on a cluster of its own: controllers and brokers killed, paused, restarted.
+
+Replication between brokers is not built yet, so durability across a broker crash is checked on
+a replication-factor-1 partition that comes back with its broker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from pafka.admin import topics as admin
+from pafka.local.cluster import LocalCluster, ServiceProcess
+from pafka.local.zookeeper import ZooKeeperServer
+from pafka.storage import layout
+from pafka.zk.znodes import BrokerInfo, ControllerEpochZNode, ControllerZNode, PartitionState
+from tests.integration.conftest import ClusterHandle
+
+
+@pytest.fixture(scope="module")
+def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    zk = ZooKeeperServer(Path(tmp_path_factory.mktemp("failover-zk")))
+    zk.start()
+    local = LocalCluster(
+        Path(tmp_path_factory.mktemp("failover")),
+        brokers=3,
+        controllers=2,
+        zookeeper=zk.connect_string,
+    )
+    local.start()
+    handle = ClusterHandle(local, zk.connect_string)
+    try:
+        yield handle
+    finally:
+        handle.close()
+        local.stop()
+        zk.stop()
+
+
+def _status(service: ServiceProcess) -> dict[str, Any]:
+    with urllib.request.urlopen(service.http_url + "/status", timeout=2) as response:
+        loaded: dict[str, Any] = json.load(response)
+        return loaded
+
+
+def _active_controller(cluster: ClusterHandle) -> tuple[int, int]:
+    data, _ = cluster.zk.get(ControllerZNode.path())
+    epoch, _ = cluster.zk.get(ControllerEpochZNode.path())
+    return ControllerZNode.decode(data).controller_id, ControllerEpochZNode.decode(epoch)
+
+
+def _wait(predicate: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return
+        except Exception:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _produce(cluster: ClusterHandle, topic: str, values: list[bytes]) -> list[tuple[int, int]]:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", retries=5)
+    futures = [producer.send(topic, value=v) for v in values]
+    acked = [(f.get(30).partition, f.get(30).offset) for f in futures]
+    producer.close()
+    return acked
+
+
+def _consume_all(cluster: ClusterHandle, topic: str, partitions: int) -> list[bytes]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False)
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    end = consumer.end_offsets(tps)
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while any(consumer.position(tp) < end[tp] for tp in tps) and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=1000).values():
+            values.extend(r.value for r in records)
+    consumer.close()
+    return values
+
+
+def test_killed_controller_is_replaced_with_a_higher_epoch(own_cluster: ClusterHandle) -> None:
+    active, epoch = _active_controller(own_cluster)
+    own_cluster.local.kill(f"controller-{active}", signal.SIGKILL)
+    _wait(lambda: _active_controller(own_cluster)[0] != active, 20, "a new active controller")
+    new_active, new_epoch = _active_controller(own_cluster)
+    assert new_active != active
+    assert new_epoch == epoch + 1
+    topic = f"after-failover-{uuid.uuid4().hex[:6]}"
+    own_cluster.create_topic(topic, partitions=3, replication_factor=2)
+    states = [own_cluster.partition_state(topic, p) for p in range(3)]
+    assert all(s.leader >= 0 and s.controller_epoch == new_epoch for s in states)
+    own_cluster.local.restart(f"controller-{active}")
+    assert _status(own_cluster.local.services[f"controller-{active}"])["active"] is False
+
+
+def test_paused_controller_cannot_change_anything(own_cluster: ClusterHandle) -> None:
+    active, epoch = _active_controller(own_cluster)
+    name = f"controller-{active}"
+    own_cluster.local.kill(name, signal.SIGSTOP)
+    try:
+        _wait(lambda: _active_controller(own_cluster)[0] != active, 30, "a new active controller")
+        _, new_epoch = _active_controller(own_cluster)
+        assert new_epoch == epoch + 1
+    finally:
+        own_cluster.local.send_signal(own_cluster.local.services[name], signal.SIGCONT)
+    # The woken controller must notice it was deposed and must not have written anything.
+    _wait(lambda: _status(own_cluster.local.services[name])["active"] is False, 20, "resignation")
+    topic = f"after-pause-{uuid.uuid4().hex[:6]}"
+    own_cluster.create_topic(topic, partitions=2, replication_factor=1)
+    for p in range(2):
+        assert own_cluster.partition_state(topic, p).controller_epoch == new_epoch
+    assert _active_controller(own_cluster)[1] == new_epoch
+    for broker in own_cluster.local.brokers():
+        assert _status(broker)["controller_epoch"] == new_epoch
+
+
+def test_acknowledged_records_survive_kill_9_and_a_torn_tail(own_cluster: ClusterHandle) -> None:
+    topic = f"durable-{uuid.uuid4().hex[:6]}"
+    admin.create_topic(own_cluster.zk, topic, 1, 1, {}, assignment={0: (2,)})
+    own_cluster.wait_for_leaders(topic, 1)
+    values = [f"record-{i}".encode() for i in range(500)]
+    acked = _produce(own_cluster, topic, values)
+    assert [o for _, o in acked] == list(range(500))
+
+    own_cluster.local.kill("broker-2", signal.SIGKILL)
+    segment_dir = Path(own_cluster.local.broker(2).data_dir) / f"{topic}-0"
+    active = max(segment_dir.glob("*" + layout.LOG_SUFFIX))
+    with open(active, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x01\xf4\x00\x00\x01\x00torn write")
+    own_cluster.local.restart("broker-2")
+    own_cluster.wait_for_leaders(topic, 1)
+
+    assert _consume_all(own_cluster, topic, 1) == values
+    more = _produce(own_cluster, topic, [b"after-restart"])
+    assert more == [(0, 500)]
+
+
+def test_second_broker_with_a_taken_id_fails_fast(own_cluster: ClusterHandle) -> None:
+    env = {
+        **own_cluster.local.broker(1).env,
+        "PAFKA_BROKER_PORT": "0",
+        "PAFKA_BROKER_HTTP_PORT": "0",
+        "PAFKA_BROKER_DATA_DIR": str(Path(own_cluster.local.data_dir) / "intruder"),
+    }
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pafka.cli.main", "broker"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "already registered" in result.stderr
+    assert time.monotonic() - started < 20
+    data, _ = own_cluster.zk.get(BrokerInfo.path(1))
+    assert BrokerInfo.decode(1, data).port == own_cluster.local.broker(1).port
+
+
+def test_state_znodes_look_as_designed(own_cluster: ClusterHandle) -> None:
+    topic = f"demo-{uuid.uuid4().hex[:6]}"
+    own_cluster.create_topic(topic, partitions=6, replication_factor=3)
+    zk: KazooClient = own_cluster.zk
+    topic_json = json.loads(zk.get(f"/brokers/topics/{topic}")[0])
+    assert topic_json["version"] == 3 and uuid.UUID(topic_json["topic_id"])
+    assert sorted(topic_json["partitions"]) == [str(p) for p in range(6)]
+    leaders = []
+    for p in range(6):
+        state = json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])
+        assert set(state) == {"version", "leader", "leader_epoch", "isr", "controller_epoch"}
+        assert state["isr"] == topic_json["partitions"][str(p)]
+        leaders.append(state["leader"])
+        assert (
+            PartitionState.decode(topic, p, zk.get(PartitionState.path(topic, p))[0]).leader
+            == state["leader"]
+        )
+    assert sorted(leaders.count(b) for b in own_cluster.broker_ids()) == [2, 2, 2]

@@ -1,0 +1,80 @@
+"""The kazoo/asyncio bridge against a real ZooKeeper: watches, session expiry, registrations."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from kazoo.client import KazooClient
+
+from pafka.errors import BrokerIdTakenError
+from pafka.zk.client import SessionEvent, ZkClient
+from pafka.zk.znodes import BROKER_IDS, BrokerInfo, ClusterIdZNode
+
+
+def expire_session(zk_connect: str, client: ZkClient) -> None:
+    """Expire a live session the way ZooKeeper's own tests do: a second client attaches to the
+    same session and closes it."""
+    session_id, password = client.kazoo.client_id
+    twin = KazooClient(hosts=zk_connect, client_id=(session_id, password))
+    twin.start(timeout=10)
+    twin.stop()
+    twin.close()
+
+
+async def _eventually(predicate, timeout_s: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
+
+
+def test_watches_run_on_the_loop_and_sessions_reregister(zk_connect: str) -> None:
+    async def scenario() -> None:
+        client = ZkClient(zk_connect, session_timeout_ms=4000, name="test")
+        events: list[SessionEvent] = []
+        seen: list[list[str]] = []
+        loop = asyncio.get_running_loop()
+
+        async def on_session(event: SessionEvent) -> None:
+            events.append(event)
+
+        async def on_children(children: list[str]) -> None:
+            assert asyncio.get_running_loop() is loop
+            seen.append(children)
+
+        client.add_session_listener(on_session)
+        await client.start(timeout_s=10)
+        assert await client.get(ClusterIdZNode.path()) is not None
+        client.watch_children(BROKER_IDS, on_children)
+        info = BrokerInfo(7, "127.0.0.1", 9999, "http://127.0.0.1:1")
+        await client.register_ephemeral(BrokerInfo.path(7), info.encode())
+        await _eventually(lambda: ["7"] in seen)
+
+        expire_session(zk_connect, client)
+        await _eventually(lambda: SessionEvent.LOST in events)
+        # Re-created by the new session after expiry:
+        await _eventually(lambda: seen and seen[-1] == ["7"] and [] in seen)
+        got = await client.get(BrokerInfo.path(7))
+        assert got is not None and got[1].ephemeralOwner == client.session_id
+        await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_taken_id_fails_fast(zk_connect: str) -> None:
+    async def scenario() -> None:
+        first = ZkClient(zk_connect, session_timeout_ms=4000, name="first")
+        second = ZkClient(zk_connect, session_timeout_ms=4000, name="second")
+        await first.start()
+        await second.start()
+        await first.register_ephemeral(BrokerInfo.path(3), BrokerInfo(3, "h1", 1, "").encode())
+        started = time.monotonic()
+        with pytest.raises(BrokerIdTakenError, match="already registered"):
+            await second.register_ephemeral(BrokerInfo.path(3), BrokerInfo(3, "h2", 2, "").encode())
+        assert time.monotonic() - started < 2
+        await first.close()
+        await second.close()
+
+    asyncio.run(scenario())
