@@ -98,6 +98,85 @@ def fetch(bootstrap: str, topic: str, partitions: int, records: int) -> Phase:
     return Phase("fetch", seen, elapsed)
 
 
+def _records_of_fetch_v4(payload: bytes) -> memoryview:
+    """The records bytes of a one-partition Fetch v4 response, located without decoding.
+
+    Layout: correlation_id i32, throttle_ms i32, topics i32, topic name i16+bytes,
+    partitions i32, partition i32, error i16, high watermark i64, last stable offset i64,
+    aborted transactions i32 (-1 = null, else 16 bytes each), records i32+bytes.
+    """
+    import struct
+
+    view = memoryview(payload)
+    pos = 4 + 4 + 4
+    (name_len,) = struct.unpack_from(">h", view, pos)
+    pos += 2 + name_len + 4 + 4 + 2 + 8 + 8
+    (aborted,) = struct.unpack_from(">i", view, pos)
+    pos += 4 + max(aborted, 0) * 16
+    (size,) = struct.unpack_from(">i", view, pos)
+    return view[pos + 4 : pos + 4 + max(size, 0)]
+
+
+def fetch_raw(bootstrap: str, topic: str, records: int) -> tuple[Phase, float]:
+    """Partition 0 read with plain Fetch v4 requests (10 MiB each) by a client that only walks
+    batch headers: what the broker serves when the client is not the bottleneck."""
+    import socket
+    import struct
+
+    from kafka.protocol.consumer import FetchRequest
+
+    version = 4
+    cls = FetchRequest[version]
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    offset, seen_bytes, seen_records, correlation_id = 0, 0, 0, 0
+    started = time.perf_counter()
+    with socket.create_connection((host, int(port))) as sock:
+        while seen_records < records:
+            correlation_id += 1
+            partition = cls.FetchTopic.FetchPartition(
+                partition=0, fetch_offset=offset, partition_max_bytes=10 << 20
+            )
+            request = cls(
+                replica_id=-1,
+                max_wait_ms=100,
+                min_bytes=1,
+                max_bytes=50 << 20,
+                topics=[cls.FetchTopic(topic=topic, partitions=[partition])],
+            )
+            request.with_header(correlation_id=correlation_id, client_id="bench")
+            sock.sendall(bytes(request.encode(version=version, header=True, framed=True)))
+            (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+            data = _records_of_fetch_v4(sock.recv(size, socket.MSG_WAITALL))
+            seen_bytes += len(data)
+            pos = 0
+            while pos + 61 <= len(data):
+                base, length = struct.unpack_from(">qi", data, pos)
+                (delta,) = struct.unpack_from(">i", data, pos + 23)
+                (count,) = struct.unpack_from(">i", data, pos + 57)
+                seen_records += count
+                offset = base + delta + 1
+                pos += 12 + length
+    elapsed = time.perf_counter() - started
+    return Phase("fetchraw", seen_records, elapsed), seen_bytes / elapsed / 1e6
+
+
+def page_cache_read_mb_per_s(data_dir: Path, topic: str) -> float:
+    """Baseline: the same partition's segment files read in 10 MiB preads from the page cache."""
+    files = sorted((data_dir / f"{topic}-0").glob("*.log"))
+    total = 0
+    started = time.perf_counter()
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            pos = 0
+            while chunk := os.pread(fd, 10 << 20, pos):
+                pos += len(chunk)
+                total += len(chunk)
+        finally:
+            os.close(fd)
+    return total / (time.perf_counter() - started) / 1e6
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -130,6 +209,16 @@ def main() -> None:
             create_topic(bootstrap, topic, partitions)
             print(produce(bootstrap, topic, args.records).line(partitions), flush=True)
             print(fetch(bootstrap, topic, partitions, args.records).line(partitions), flush=True)
+            if partitions == 1:
+                raw, mb_per_s = fetch_raw(bootstrap, topic, args.records)
+                print(f"{raw.line(partitions)}  ({mb_per_s:.0f} MB/s of batch bytes)", flush=True)
+                if cluster is not None:
+                    baseline = page_cache_read_mb_per_s(Path(cluster.broker_data_dirs()[0]), topic)
+                    print(
+                        f"baseline page-cache read {baseline:.0f} MB/s; "
+                        f"broker fetch / baseline = {mb_per_s / baseline:.2f}",
+                        flush=True,
+                    )
         if cluster is not None:
             for broker_id, pid in cluster.broker_pids().items():
                 print(f"broker {broker_id} RSS {rss_mib(pid):.0f} MiB")

@@ -160,9 +160,10 @@ def decode_request(frame: bytes | memoryview, served: frozenset[ApiKey] | None =
     return Request(header, body)
 
 
-def encode_response(header: RequestHeader, body: Any, version: int | None = None) -> bytes:
+def encode_response(header: RequestHeader, body: Any, version: int | None = None) -> bytearray:
     """Frame a response (size, response header, body) at the request's version."""
     # The version must be set before the header: kafka-python copies it into request headers.
     body.API_VERSION = header.api_version if version is None else version
     body.with_header(correlation_id=header.correlation_id)
-    return bytes(body.encode(header=True, framed=True))
+    encoded: bytearray = body.encode(header=True, framed=True)
+    return encoded

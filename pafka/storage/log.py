@@ -165,7 +165,9 @@ class Log:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None
+    ) -> bytes | memoryview:
         """Whole batches from the one holding ``offset``: at least one if any, else up to
         ``max_bytes``; none whose base offset is at or past ``max_offset``."""
         if offset < self.log_start_offset or offset > self.log_end_offset:

@@ -173,7 +173,7 @@ class Segment:
             pos += header.size
         return None
 
-    def read(self, offset: int, max_bytes: int, max_offset: int | None) -> bytes:
+    def read(self, offset: int, max_bytes: int, max_offset: int | None) -> bytes | memoryview:
         """Whole batches from the one holding ``offset``: at least one, then up to max_bytes."""
         start = self.position_of(offset)
         if start is None:
@@ -192,7 +192,8 @@ class Segment:
             if max_offset is not None and header.base_offset >= max_offset:
                 break
             end += header.size
-        return chunk[:end]
+        # A view, not a copy: fetch responses copy the bytes once, into the frame.
+        return memoryview(chunk)[:end]
 
     def iter_headers(self) -> Iterator[tuple[int, BatchHeader]]:
         pos = 0

@@ -32,7 +32,7 @@ class Dispatcher:
         self.broker = broker
         self.served = frozenset(HANDLERS) | {ApiKey.API_VERSIONS}
 
-    async def handle_frame(self, frame: bytes | memoryview, client_host: str) -> bytes | None:
+    async def handle_frame(self, frame: bytes | memoryview, client_host: str) -> bytearray | None:
         started = time.monotonic()
         metrics = self.broker.metrics
         try:

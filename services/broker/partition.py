@@ -44,7 +44,7 @@ class AppendResult:
 
 @dataclass(frozen=True)
 class ReadResult:
-    records: bytes
+    records: bytes | memoryview
     high_watermark: int
     log_start_offset: int
     log_end_offset: int

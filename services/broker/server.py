@@ -17,7 +17,7 @@ from pafka.protocol.frames import FrameDecoder
 log = logging.getLogger(__name__)
 
 READ_CHUNK_BYTES = 256 * 1024
-FrameHandler = Callable[[bytes | memoryview, str], Awaitable[bytes | None]]
+FrameHandler = Callable[[bytes | memoryview, str], Awaitable[bytes | bytearray | None]]
 
 
 class KafkaServer:
