@@ -46,6 +46,8 @@ class BrokerSettings:
     # Frames above this are refused before any allocation (Kafka's socket.request.max.bytes).
     max_request_bytes: int = 100 * 1024 * 1024
     max_connections: int = 1000
+    # Upper bound on one fetch response, whatever the client asks (Kafka's fetch.max.bytes).
+    fetch_max_bytes: int = 55 * 1024 * 1024
     # Requests read ahead of the one being answered, per connection.
     max_inflight_requests: int = 16
     default_partitions: int = 1
@@ -94,6 +96,7 @@ class BrokerSettings:
             zk_session_timeout_ms=_int(env, "ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
             max_request_bytes=_int(env, "MAX_REQUEST_BYTES", cls.max_request_bytes, minimum=1024),
             max_connections=_int(env, "MAX_CONNECTIONS", cls.max_connections, minimum=1),
+            fetch_max_bytes=_int(env, "FETCH_MAX_BYTES", cls.fetch_max_bytes, minimum=1024),
             default_partitions=_int(env, "NUM_PARTITIONS", 1, minimum=1),
             default_replication_factor=_int(env, "DEFAULT_REPLICATION_FACTOR", 1, minimum=1),
             auto_create_topics=_str(env, "AUTO_CREATE_TOPICS", "false").lower() == "true",

@@ -70,7 +70,8 @@ def _notifiers(ctx: RequestContext, wanted: list[_PartitionFetch]) -> list[Notif
 
 async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
-    max_bytes = int(getattr(request, "max_bytes", 0x7FFFFFFF) or 0x7FFFFFFF)
+    requested = int(getattr(request, "max_bytes", 0x7FFFFFFF) or 0x7FFFFFFF)
+    max_bytes = min(requested, ctx.broker.settings.fetch_max_bytes)
     wanted = [
         _PartitionFetch(t.topic, p.partition, int(p.fetch_offset), int(p.partition_max_bytes))
         for t in request.topics
