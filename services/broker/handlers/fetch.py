@@ -40,7 +40,7 @@ def _read_all(ctx: RequestContext, wanted: list[_PartitionFetch], max_bytes: int
         item.result, item.error = None, None
         try:
             partition = broker.replicas.leader_partition(item.topic, item.index)
-            limit = min(item.max_bytes, budget) if total else item.max_bytes
+            limit = min(item.max_bytes, budget)
             item.result = partition.read(item.offset, max(limit, 1), up_to_high_watermark=True)
         except PafkaError as exc:
             item.error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
