@@ -25,6 +25,8 @@ from pafka.zk.znodes import (
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
     ControllerZNode,
+    PreferredReplicaElectionZNode,
+    TopicPartitionsPayload,
     TopicZNode,
 )
 from services.controller.channel import BrokerChannel, Message
@@ -85,6 +87,7 @@ class Controller:
         self.zk.watch_children(BROKER_TOPICS, self._on_topics)
         self.zk.watch_children(DELETE_TOPICS, lambda c: self._enqueue("delete", c))
         self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda c: self._enqueue("isr", c))
+        self.zk.watch_data(PreferredReplicaElectionZNode.path(), self._on_preferred_request)
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -113,6 +116,12 @@ class Controller:
             await self._enqueue("topic_data", (topic, data))
 
         return changed
+
+    async def _on_preferred_request(self, data: bytes | None) -> None:
+        if data is not None:
+            path = PreferredReplicaElectionZNode.path()
+            request = TopicPartitionsPayload.decode(data, path)
+            await self._enqueue("preferred", list(request.partitions))
 
     async def _on_controller_node(self, data: bytes | None) -> None:
         if data is None:
@@ -158,6 +167,9 @@ class Controller:
             self._channel(broker.id, broker.control_url)
         await self.partitions.on_startup()
         self.metrics.bind(context)
+        pending = await self.zk.get(PreferredReplicaElectionZNode.path())
+        if pending is not None:
+            await self._on_preferred_request(pending[0])
 
     async def resign(self, why: str) -> None:
         if not self.active:

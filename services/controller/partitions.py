@@ -229,17 +229,27 @@ class PartitionManager:
             ratios = preferred_imbalance(leaders)
             heavy = {b for b, r in ratios.items() if r > threshold and b in self.ctx.live}
             requested = [tp for tp, (_, a) in leaders.items() if a and a[0] in heavy]
-        decisions: dict[TopicPartition, Election] = {}
-        for tp in requested:
-            entry = self.ctx.partitions.get(tp)
-            if entry is None or entry.state is None or entry.state.leader == entry.replicas[0]:
-                continue
-            election = preferred_replica_leader(entry.replicas, entry.state.isr, self.ctx.live)
-            if election is not None:
-                decisions[tp] = election
-        if decisions:
-            await self._write_elections(decisions)
-            self._broadcast(sorted(decisions))
+        else:
+            # An operator's request: decide on ZooKeeper's current states, not the cache.
+            known = [tp for tp in requested if tp in self.ctx.partitions]
+            await self.zk.run(self._reread, self.zk.kazoo, known)
+        chosen = requested
+
+        def decide() -> dict[TopicPartition, Election]:
+            decisions: dict[TopicPartition, Election] = {}
+            for tp in chosen:
+                entry = self.ctx.partitions.get(tp)
+                if entry is None or entry.state is None or entry.state.leader == entry.replicas[0]:
+                    continue
+                election = preferred_replica_leader(entry.replicas, entry.state.isr, self.ctx.live)
+                if election is not None:
+                    decisions[tp] = election
+            return decisions
+
+        changed = await self._elect(decide)
+        if changed:
+            log.info("moved %d partition(s) back to their preferred leader", len(changed))
+            self._broadcast(changed)
         await self.zk.run(self._clear_preferred_request, self.zk.kazoo)
 
     def _clear_preferred_request(self, zk: KazooClient) -> None:
@@ -252,7 +262,12 @@ class PartitionManager:
         self, partitions: Iterable[TopicPartition], dead: set[int] | None = None
     ) -> list[TopicPartition]:
         """Bring partitions to the state the live brokers allow; returns the changed ones."""
-        dead = dead or set()
+        chosen = list(partitions)
+        return await self._elect(lambda: self._settle_decisions(chosen, dead or set()))
+
+    def _settle_decisions(
+        self, partitions: list[TopicPartition], dead: set[int]
+    ) -> dict[TopicPartition, Election]:
         live = self.ctx.live
         decisions: dict[TopicPartition, Election] = {}
         for tp in partitions:
@@ -261,8 +276,8 @@ class PartitionManager:
             if state is None:
                 alive = [r for r in entry.replicas if r in live]
                 if alive:
-                    partition_transition(entry.phase, PState.NEW)
-                    entry.phase = PState.NEW
+                    if entry.phase is PState.NON_EXISTENT:
+                        entry.phase = partition_transition(entry.phase, PState.NEW)
                     decisions[tp] = Election(alive[0], tuple(alive))
                 continue
             isr = state.isr
@@ -278,12 +293,23 @@ class PartitionManager:
                     decisions[tp] = Election(-1, isr_without(isr, dead | (set(isr) - live)))
                 continue
             decisions[tp] = election
-        await self._write_elections(decisions)
-        return sorted(decisions)
+        return decisions
 
-    async def _write_elections(self, decisions: dict[TopicPartition, Election]) -> None:
+    async def _elect(
+        self, decide: Callable[[], dict[TopicPartition, Election]], attempts: int = 3
+    ) -> list[TopicPartition]:
+        """Decide, write fenced and conditionally; if a partition state changed under us
+        (a leader updated its ISR), re-read and decide again."""
+        for _ in range(attempts):
+            decisions = decide()
+            if await self._write_elections(decisions):
+                return sorted(decisions)
+        log.error("partition states kept changing under the controller; will retry on next event")
+        return []
+
+    async def _write_elections(self, decisions: dict[TopicPartition, Election]) -> bool:
         if not decisions:
-            return
+            return True
         states = {}
         for tp, election in decisions.items():
             entry = self.ctx.partitions[tp]
@@ -299,10 +325,8 @@ class PartitionManager:
         try:
             await self.zk.run(self._commit_states, self.zk.kazoo, states)
         except ZkBadVersionError:
-            # A leader changed an ISR under us: re-read and decide again.
             await self.zk.run(self._reread, self.zk.kazoo, list(states))
-            await self._settle(list(states))
-            return
+            return False
         for tp, state in states.items():
             entry = self.ctx.partitions[tp]
             target = PState.ONLINE if state.leader >= 0 else PState.OFFLINE
@@ -310,6 +334,7 @@ class PartitionManager:
             entry.state = state
             # A create leaves version 0; a conditional set bumps it by one.
             entry.zk_version = entry.zk_version + 1 if entry.zk_version >= 0 else 0
+        return True
 
     def _reread(self, zk: KazooClient, partitions: list[TopicPartition]) -> None:
         for tp in partitions:

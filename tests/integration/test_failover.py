@@ -197,3 +197,30 @@ def test_state_znodes_look_as_designed(own_cluster: ClusterHandle) -> None:
             == state["leader"]
         )
     assert sorted(leaders.count(b) for b in own_cluster.broker_ids()) == [2, 2, 2]
+
+
+def test_preferred_replica_election_moves_leadership_back(own_cluster: ClusterHandle) -> None:
+    topic = f"preferred-{uuid.uuid4().hex[:6]}"
+    admin.create_topic(own_cluster.zk, topic, 1, 2, {}, assignment={0: (1, 3)})
+    own_cluster.wait_for_leaders(topic, 1)
+    # As after an earlier failover: broker 3 leads while the preferred broker 1 is in sync.
+    path = PartitionState.path(topic, 0)
+    data, stat = own_cluster.zk.get(path)
+    state = PartitionState.decode(topic, 0, data)
+    moved = PartitionState(3, state.leader_epoch + 1, (3, 1), state.controller_epoch)
+    own_cluster.zk.set(path, moved.encode(), version=stat.version)
+
+    admin.request_preferred_election(own_cluster.zk, [(topic, 0)])
+    _wait(lambda: own_cluster.partition_state(topic, 0).leader == 1, 20, "preferred leader")
+    final = own_cluster.partition_state(topic, 0)
+    assert final.leader_epoch == moved.leader_epoch + 1
+    _wait(
+        lambda: own_cluster.zk.exists("/admin/preferred_replica_election") is None,
+        10,
+        "request cleared",
+    )
+    _wait(
+        lambda: _status(own_cluster.local.broker(1))["partitions"][f"{topic}-0"]["leader"] == 1,
+        10,
+        "broker 1 leads",
+    )
