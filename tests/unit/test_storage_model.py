@@ -203,3 +203,31 @@ def test_leader_epochs_survive_reopen(tmp_path: Path) -> None:
     assert reopened.end_offset_for_epoch(2) == (2, 4)
     assert reopened.end_offset_for_epoch(3) == (2, 4)
     assert reopened.end_offset_for_epoch(5) == (5, 5)
+
+
+def test_segments_roll_by_age_and_expire_by_time(tmp_path: Path) -> None:
+    config = LogConfig(segment_ms=1000, retention_ms=10_000)
+    log = Log.open(tmp_path / "t-0", config)
+    now = int(time.time() * 1000)
+    for _ in range(3):
+        log.append(build_batch([b"old"], timestamp_ms=now - 60_000), leader_epoch=0, now_ms=now)
+        for segment in log.segments:
+            segment.created_ms -= 5000  # every segment is older than segment.ms
+    log.append(build_batch([b"new"], timestamp_ms=now), leader_epoch=0, now_ms=now)
+    assert len(log.segments) == 4, "a segment older than segment.ms rolls on the next append"
+    log.high_watermark = log.log_end_offset
+    assert log.apply_retention(now) == 3
+    assert log.log_start_offset == 3
+    assert [h.base_offset for _, h in iter_batches(log.read(3, 1 << 20))] == [3]
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(0, 100)
+
+
+def test_retention_never_passes_the_high_watermark(tmp_path: Path) -> None:
+    config = LogConfig(segment_bytes=100, retention_bytes=0)
+    log = Log.open(tmp_path / "t-0", config)
+    for _ in range(5):
+        log.append(build_batch([b"x" * 80]), leader_epoch=0, now_ms=0)
+    log.high_watermark = 2
+    log.apply_retention(0)
+    assert log.log_start_offset == 2
