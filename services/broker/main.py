@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
-import sys
 
-from pafka.errors import PafkaError
+from pafka.service import serve, wait_for_termination
 from services.broker.broker import Broker
 from services.broker.settings import BrokerSettings
 
@@ -16,33 +13,16 @@ log = logging.getLogger("pafka.broker")
 
 async def run(settings: BrokerSettings) -> None:
     broker = Broker(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await broker.start()
     try:
-        await stop.wait()
+        await wait_for_termination()
         log.info("shutting down")
     finally:
         await broker.stop()
 
 
 def main() -> None:
-    try:
-        settings = BrokerSettings.from_env()
-    except PafkaError as exc:
-        print(f"pafka broker: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    logging.basicConfig(
-        level=settings.log_level,
-        format=f"%(asctime)s broker-{settings.broker_id} %(levelname)s %(name)s: %(message)s",
-    )
-    try:
-        asyncio.run(run(settings))
-    except PafkaError as exc:
-        log.error("%s", exc)
-        raise SystemExit(1) from None
+    serve("broker", BrokerSettings.from_env, run)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pafka.errors import (
     NotLeaderOrFollowerError,
     UnsupportedVersionError,
 )
-from pafka.records.batch import iter_batches
+from pafka.records.batch import BatchHeader, iter_batches
 from pafka.storage.log import Log
 from services.broker.notify import Notifier
 from services.broker.producer_state import BatchRecord, ProducerStateTable
@@ -72,17 +72,20 @@ class Partition:
         recent = max(len(self.log.segments) - 2, 0)
         for head in self.log.iter_headers(recent):
             if head.producer_id != NO_PRODUCER_ID:
-                self.producers.record(
-                    head.producer_id,
-                    head.producer_epoch,
-                    BatchRecord(
-                        first_seq=head.base_sequence,
-                        last_seq=head.base_sequence + head.last_offset_delta,
-                        first_offset=head.base_offset,
-                        last_offset=head.last_offset,
-                        timestamp_ms=head.max_timestamp,
-                    ),
-                )
+                self._remember(head, head.base_offset, head.max_timestamp)
+
+    def _remember(self, head: BatchHeader, first_offset: int, timestamp_ms: int) -> None:
+        self.producers.record(
+            head.producer_id,
+            head.producer_epoch,
+            BatchRecord(
+                first_seq=head.base_sequence,
+                last_seq=head.base_sequence + head.last_offset_delta,
+                first_offset=first_offset,
+                last_offset=first_offset + head.last_offset_delta,
+                timestamp_ms=timestamp_ms,
+            ),
+        )
 
     def __repr__(self) -> str:
         return (
@@ -142,17 +145,7 @@ class Partition:
                 return AppendResult(duplicate.first_offset, -1, self.log.log_start_offset)
         info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         for head in idempotent:
-            self.producers.record(
-                head.producer_id,
-                head.producer_epoch,
-                BatchRecord(
-                    first_seq=head.base_sequence,
-                    last_seq=head.base_sequence + head.last_offset_delta,
-                    first_offset=info.first_offset,
-                    last_offset=info.last_offset,
-                    timestamp_ms=now_ms,
-                ),
-            )
+            self._remember(head, info.first_offset, now_ms)
         self._advance_high_watermark()
         self.notifier.notify()
         append_time = now_ms if self.config.message_timestamp_type == "LogAppendTime" else -1

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.storage.config import LogConfig
 
 PREFIX = "PAFKA_BROKER_"
-
-
-def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 0) -> int:
-    raw = env.get(PREFIX + name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{PREFIX}{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{PREFIX}{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def _str(env: Mapping[str, str], name: str, default: str) -> str:
-    value = env.get(PREFIX + name)
-    return default if value is None or value == "" else value
 
 
 @dataclass(frozen=True)
@@ -69,45 +51,44 @@ class BrokerSettings:
         return f"http://{self.advertised_host}:{self.http_port}"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> BrokerSettings:
-        env = os.environ if env is None else env
-        if not env.get(PREFIX + "ID"):
+    def from_env(cls, values: Mapping[str, str] | None = None) -> BrokerSettings:
+        env = Env.of(PREFIX, values)
+        if env.raw("ID") is None:
             raise ConfigError(f"{PREFIX}ID is required (a non-negative integer broker id)")
         defaults = LogConfig()
         log = LogConfig(
-            segment_bytes=_int(env, "LOG_SEGMENT_BYTES", defaults.segment_bytes, minimum=1024),
-            segment_ms=_int(env, "LOG_SEGMENT_MS", defaults.segment_ms, minimum=1),
-            retention_ms=_int(env, "LOG_RETENTION_MS", defaults.retention_ms, minimum=-1),
-            retention_bytes=_int(env, "LOG_RETENTION_BYTES", defaults.retention_bytes, minimum=-1),
-            max_message_bytes=_int(
-                env, "MESSAGE_MAX_BYTES", defaults.max_message_bytes, minimum=64
+            segment_bytes=env.integer("LOG_SEGMENT_BYTES", defaults.segment_bytes, minimum=1024),
+            segment_ms=env.integer("LOG_SEGMENT_MS", defaults.segment_ms, minimum=1),
+            retention_ms=env.integer("LOG_RETENTION_MS", defaults.retention_ms, minimum=-1),
+            retention_bytes=env.integer(
+                "LOG_RETENTION_BYTES", defaults.retention_bytes, minimum=-1
+            ),
+            max_message_bytes=env.integer(
+                "MESSAGE_MAX_BYTES", defaults.max_message_bytes, minimum=64
             ),
         )
-        rack = env.get(PREFIX + "RACK") or None
         return cls(
-            broker_id=_int(env, "ID", 0),
-            zookeeper=_str(env, "ZOOKEEPER", cls.zookeeper),
-            host=_str(env, "HOST", cls.host),
-            advertised_host=_str(env, "ADVERTISED_HOST", socket.gethostname()),
-            port=_int(env, "PORT", cls.port),
-            http_port=_int(env, "HTTP_PORT", cls.http_port),
-            data_dir=Path(_str(env, "DATA_DIR", str(cls.data_dir))),
-            rack=rack,
-            zk_session_timeout_ms=_int(env, "ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
-            max_request_bytes=_int(env, "MAX_REQUEST_BYTES", cls.max_request_bytes, minimum=1024),
-            max_connections=_int(env, "MAX_CONNECTIONS", cls.max_connections, minimum=1),
-            fetch_max_bytes=_int(env, "FETCH_MAX_BYTES", cls.fetch_max_bytes, minimum=1024),
-            default_partitions=_int(env, "NUM_PARTITIONS", 1, minimum=1),
-            default_replication_factor=_int(env, "DEFAULT_REPLICATION_FACTOR", 1, minimum=1),
-            auto_create_topics=_str(env, "AUTO_CREATE_TOPICS", "false").lower() == "true",
-            delete_topic_enable=_str(env, "DELETE_TOPIC_ENABLE", "true").lower() == "true",
+            broker_id=env.integer("ID", 0),
+            zookeeper=env.text("ZOOKEEPER", cls.zookeeper),
+            host=env.text("HOST", cls.host),
+            advertised_host=env.text("ADVERTISED_HOST", socket.gethostname()),
+            port=env.integer("PORT", cls.port),
+            http_port=env.integer("HTTP_PORT", cls.http_port),
+            data_dir=Path(env.text("DATA_DIR", str(cls.data_dir))),
+            rack=env.raw("RACK"),
+            zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
+            max_request_bytes=env.integer("MAX_REQUEST_BYTES", cls.max_request_bytes, minimum=1024),
+            max_connections=env.integer("MAX_CONNECTIONS", cls.max_connections, minimum=1),
+            fetch_max_bytes=env.integer("FETCH_MAX_BYTES", cls.fetch_max_bytes, minimum=1024),
+            default_partitions=env.integer("NUM_PARTITIONS", 1, minimum=1),
+            default_replication_factor=env.integer("DEFAULT_REPLICATION_FACTOR", 1, minimum=1),
+            auto_create_topics=env.flag("AUTO_CREATE_TOPICS", False),
+            delete_topic_enable=env.flag("DELETE_TOPIC_ENABLE", True),
             log=log,
-            min_insync_replicas=_int(env, "MIN_INSYNC_REPLICAS", 1, minimum=1),
-            unclean_leader_election_enable=(
-                _str(env, "UNCLEAN_LEADER_ELECTION_ENABLE", "false").lower() == "true"
+            min_insync_replicas=env.integer("MIN_INSYNC_REPLICAS", 1, minimum=1),
+            unclean_leader_election_enable=env.flag("UNCLEAN_LEADER_ELECTION_ENABLE", False),
+            retention_check_interval_ms=env.integer(
+                "RETENTION_CHECK_INTERVAL_MS", cls.retention_check_interval_ms, minimum=100
             ),
-            retention_check_interval_ms=_int(
-                env, "RETENTION_CHECK_INTERVAL_MS", cls.retention_check_interval_ms, minimum=100
-            ),
-            log_level=_str(env, "LOG_LEVEL", "INFO").upper(),
+            log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )

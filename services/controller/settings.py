@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pafka.errors import ConfigError
+from pafka.envconfig import Env
 
 PREFIX = "PAFKA_CONTROLLER_"
-
-
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
-    raw = env.get(PREFIX + name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigError(f"{PREFIX}{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ConfigError(f"{PREFIX}{name} must be >= {minimum}, got {value}")
-    return value
 
 
 def _default_id() -> int:
@@ -52,18 +38,18 @@ class ControllerSettings:
         return f"http://{self.advertised_host}:{self.http_port}"
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ControllerSettings:
-        env = os.environ if env is None else env
+    def from_env(cls, values: Mapping[str, str] | None = None) -> ControllerSettings:
+        env = Env.of(PREFIX, values)
         return cls(
-            controller_id=_int(env, "ID", _default_id()),
-            zookeeper=env.get(PREFIX + "ZOOKEEPER") or cls.zookeeper,
-            host=env.get(PREFIX + "HOST") or cls.host,
-            advertised_host=env.get(PREFIX + "ADVERTISED_HOST") or socket.gethostname(),
-            http_port=_int(env, "HTTP_PORT", cls.http_port),
-            zk_session_timeout_ms=_int(env, "ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
-            request_timeout_ms=_int(env, "REQUEST_TIMEOUT_MS", 10_000, minimum=100),
-            preferred_rebalance_interval_ms=_int(
-                env, "PREFERRED_REBALANCE_INTERVAL_MS", 300_000, minimum=1000
+            controller_id=env.integer("ID", _default_id()),
+            zookeeper=env.text("ZOOKEEPER", cls.zookeeper),
+            host=env.text("HOST", cls.host),
+            advertised_host=env.text("ADVERTISED_HOST", socket.gethostname()),
+            http_port=env.integer("HTTP_PORT", cls.http_port),
+            zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
+            request_timeout_ms=env.integer("REQUEST_TIMEOUT_MS", 10_000, minimum=100),
+            preferred_rebalance_interval_ms=env.integer(
+                "PREFERRED_REBALANCE_INTERVAL_MS", 300_000, minimum=1000
             ),
-            log_level=(env.get(PREFIX + "LOG_LEVEL") or "INFO").upper(),
+            log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )

@@ -1,0 +1,51 @@
+"""The shared shape of a service process: settings, logging, run until SIGTERM/SIGINT.
+
+Each service's ``main()`` calls :func:`serve` with how to load its settings and how to run;
+user errors (bad settings, a taken id, ZooKeeper unreachable) end the process with one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+
+class ServiceSettings(Protocol):
+    @property
+    def log_level(self) -> str: ...
+
+
+S = TypeVar("S", bound=ServiceSettings)
+
+
+async def wait_for_termination() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+
+
+def serve(name: str, load: Callable[[], S], run: Callable[[S], Coroutine[Any, Any, None]]) -> None:
+    from pafka.errors import PafkaError
+
+    try:
+        settings = load()
+    except PafkaError as exc:
+        print(f"pafka {name}: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    logging.basicConfig(
+        level=settings.log_level,
+        format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        asyncio.run(run(settings))
+    except PafkaError as exc:
+        logging.getLogger(f"pafka.{name}").error("%s", exc)
+        print(f"pafka {name}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
