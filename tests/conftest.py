@@ -7,8 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pafka.local.zookeeper import ZooKeeperServer
+
+# Two shared cores in CI: timing-based health checks would fail tests for being slow, not wrong.
+settings.register_profile(
+    "pafka", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("pafka")
 
 
 @pytest.fixture(scope="session")
