@@ -16,6 +16,7 @@ from pafka.storage.config import DAY_MS, LogConfig
 
 # DescribeConfigs wire values.
 SOURCE_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_LIST = 1, 2, 3, 5, 7
 

@@ -13,7 +13,16 @@ import logging
 import time
 from typing import Any
 
-from pafka.cluster.topic_config import ConfigEntry, TopicConfig, parse_topic_config
+from pafka.cluster.topic_config import (
+    SOURCE_STATIC_BROKER,
+    TYPE_BOOLEAN,
+    TYPE_INT,
+    TYPE_LONG,
+    TYPE_STRING,
+    ConfigEntry,
+    TopicConfig,
+    parse_topic_config,
+)
 from pafka.control import messages as control
 from pafka.httpserver import EmbeddedServer, start_http
 from pafka.storage.log_manager import LogManager
@@ -166,7 +175,29 @@ class Broker:
         return config
 
     def describe_broker_config(self) -> list[ConfigEntry]:
-        return []
+        """The broker's static settings under Kafka's broker config names (read-only)."""
+        s = self.settings
+        values: dict[str, tuple[object, int]] = {
+            "broker.id": (s.broker_id, TYPE_INT),
+            "broker.rack": (s.rack or "", TYPE_STRING),
+            "log.dirs": (s.data_dir, TYPE_STRING),
+            "zookeeper.connect": (s.zookeeper, TYPE_STRING),
+            "num.partitions": (s.default_partitions, TYPE_INT),
+            "default.replication.factor": (s.default_replication_factor, TYPE_INT),
+            "min.insync.replicas": (s.min_insync_replicas, TYPE_INT),
+            "message.max.bytes": (s.log.max_message_bytes, TYPE_INT),
+            "log.segment.bytes": (s.log.segment_bytes, TYPE_INT),
+            "log.retention.ms": (s.log.retention_ms, TYPE_LONG),
+            "log.retention.bytes": (s.log.retention_bytes, TYPE_LONG),
+            "fetch.max.bytes": (s.fetch_max_bytes, TYPE_INT),
+            "socket.request.max.bytes": (s.max_request_bytes, TYPE_INT),
+            "auto.create.topics.enable": (str(s.auto_create_topics).lower(), TYPE_BOOLEAN),
+            "delete.topic.enable": (str(s.delete_topic_enable).lower(), TYPE_BOOLEAN),
+        }
+        return [
+            ConfigEntry(name, str(value), False, True, False, SOURCE_STATIC_BROKER, type_id)
+            for name, (value, type_id) in values.items()
+        ]
 
     async def auto_create_topic(self, name: str) -> None:
         from pafka.admin import topics as admin

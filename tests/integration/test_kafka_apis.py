@@ -131,3 +131,52 @@ def test_describe_configs_and_create_partitions_with_librdkafka(cluster) -> None
     metadata = client.list_topics(topic, timeout=10)
     assert sorted(metadata.topics[topic].partitions) == [0, 1, 2, 3, 4]
     assert all(p.leader >= 0 for p in metadata.topics[topic].partitions.values())
+
+
+def test_unknown_api_versions_version_gets_a_v0_answer(cluster) -> None:  # type: ignore[no-untyped-def]
+    import struct
+
+    from kafka.protocol.metadata.api_versions import ApiVersionsResponse
+
+    from tests.integration.wire import read_exact
+
+    # ApiVersions v99: api_key 18, version 99, correlation id 42, client id "x"
+    frame = struct.pack(">hhih", 18, 99, 42, 1) + b"x"
+    with socket.create_connection(
+        cluster.broker_address(cluster.broker_ids()[0]), timeout=15
+    ) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        (size,) = struct.unpack(">i", read_exact(sock, 4))
+        response = ApiVersionsResponse.decode(read_exact(sock, size), version=0, header=True)
+    assert response.header.correlation_id == 42
+    assert response.error_code == 35
+    keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert keys[18] == (0, 4) and keys[0] == (3, 9)
+    assert 11 not in keys, "consumer-group APIs are not served yet, so not advertised"
+
+
+def test_health_and_metrics_endpoints(cluster) -> None:  # type: ignore[no-untyped-def]
+    import urllib.request
+
+    def get(url: str) -> str:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            assert response.status == 200
+            return str(response.read().decode())
+
+    topic = _topic(cluster, "metrics")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap)
+    producer.send(topic, value=b"m").get(10)
+    producer.close()
+    leader = cluster.partition_state(topic, 0).leader
+    broker = cluster.local.broker(leader)
+    assert get(broker.http_url + "/livez") and get(broker.http_url + "/readyz")
+    metrics = get(broker.http_url + "/metrics")
+    assert f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}} 1.0' in metrics
+    assert "kafka_server_replicamanager_leadercount" in metrics
+    assert "kafka_network_requestmetrics_requests_total" in metrics
+    controllers = [get(c.http_url + "/metrics") for c in cluster.local.controllers()]
+    active = [
+        m for m in controllers if "kafka_controller_kafkacontroller_activecontrollercount 1.0" in m
+    ]
+    assert len(active) == 1
+    assert "kafka_controller_kafkacontroller_globalpartitioncount" in active[0]
