@@ -399,11 +399,11 @@ class PartitionManager:
         if zk.exists(topic_path):
             parts_path = TopicZNode.partitions_path(topic)
             if zk.exists(parts_path):
-                for p in zk.get_children(parts_path):
-                    ppath = f"{parts_path}/{p}"
-                    for child in zk.get_children(ppath):
-                        ops.append(op_delete(f"{ppath}/{child}"))
-                    ops.append(op_delete(ppath))
+                for child in zk.get_children(parts_path):
+                    partition = int(child)
+                    if zk.exists(PartitionState.path(topic, partition)):
+                        ops.append(op_delete(PartitionState.path(topic, partition)))
+                    ops.append(op_delete(PartitionState.partition_path(topic, partition)))
                 ops.append(op_delete(parts_path))
             ops.append(op_delete(topic_path))
         if zk.exists(TopicConfigZNode.path(topic)):
