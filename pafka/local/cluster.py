@@ -31,6 +31,8 @@ HOST = "127.0.0.1"
 
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
+        # The servers bind with SO_REUSEADDR too, so a port in TIME_WAIT counts as free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((HOST, port))
         except OSError:
