@@ -132,8 +132,8 @@ class Broker:
     async def _periodic_retention(self) -> None:
         while True:
             await asyncio.sleep(self.settings.retention_check_interval_ms / 1000)
-            now_ms = int(time.time() * 1000)
-            await asyncio.to_thread(self.logs.retention_all, now_ms)
+            # On the loop, not a thread: it changes segment lists that requests read.
+            self.logs.retention_all(int(time.time() * 1000))
 
     # -- topic configs -----------------------------------------------------------------------
 

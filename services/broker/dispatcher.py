@@ -61,7 +61,12 @@ class Dispatcher:
                 client_host=client_host,
                 broker=self.broker,
             )
-            response = await HANDLERS[api](ctx, request.body)
+            try:
+                response = await HANDLERS[api](ctx, request.body)
+            except Exception as exc:
+                # A bug or an I/O failure: close this connection, keep the broker serving.
+                log.exception("%s v%d failed", api.name, header.api_version)
+                raise ProtocolError(f"internal error handling {api.name}") from exc
         metrics.request_seconds.labels(api.name).observe(time.monotonic() - started)
         if api is ApiKey.PRODUCE and int(request.body.acks) == 0:
             return None
