@@ -167,3 +167,20 @@ def encode_response(header: RequestHeader, body: Any, version: int | None = None
     body.with_header(correlation_id=header.correlation_id)
     encoded: bytearray = body.encode(header=True, framed=True)
     return encoded
+
+
+def encode_request(
+    api_key: ApiKey, version: int, body: Any, correlation_id: int, client_id: str
+) -> bytes:
+    """Frame a request, for the places where a broker is itself a client (replication)."""
+    body.API_VERSION = version
+    body.with_header(correlation_id=correlation_id, client_id=client_id)
+    return bytes(body.encode(header=True, framed=True))
+
+
+def decode_response(api_key: ApiKey, version: int, frame: bytes | memoryview) -> Any:
+    """Decode a response frame (without its size prefix); ProtocolError when it does not."""
+    try:
+        return response_class(api_key, version).decode(bytes(frame), version=version, header=True)
+    except Exception as exc:
+        raise ProtocolError(f"malformed {api_key.name} v{version} response: {exc}") from exc

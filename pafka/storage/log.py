@@ -121,7 +121,7 @@ class Log:
         self._maybe_roll(len(records), count, now_ms)
         data, _ = assign_offsets(records, first, leader_epoch)
         if self.epochs.assign(leader_epoch, first):
-            self._write_epochs()
+            self.write_epochs()
         self.active.append(data, list(iter_batches(data)))
         self.dirty = True
         return AppendInfo(first, first + count - 1, max(h.max_timestamp for h in headers))
@@ -139,7 +139,7 @@ class Log:
         self._maybe_roll(len(records), count, now_ms)
         for h in headers:
             if self.epochs.assign(h.partition_leader_epoch, h.base_offset):
-                self._write_epochs()
+                self.write_epochs()
         self.active.append(records, list(iter_batches(records)))
         self.dirty = True
         return AppendInfo(
@@ -221,7 +221,7 @@ class Log:
         else:
             self.active.truncate_to(offset)
         self.epochs.truncate_from_end(offset)
-        self._write_epochs()
+        self.write_epochs()
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
 
@@ -250,12 +250,12 @@ class Log:
             self.log_start_offset = self.segments[0].base_offset
         if deleted:
             self.epochs.truncate_from_start(self.log_start_offset)
-            self._write_epochs()
+            self.write_epochs()
         return deleted
 
     # -- durability ------------------------------------------------------------------------------
 
-    def _write_epochs(self) -> None:
+    def write_epochs(self) -> None:
         write_epochs(self.directory / layout.LEADER_EPOCH_CHECKPOINT, self.epochs.entries)
 
     def flush(self) -> None:

@@ -29,7 +29,9 @@ from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, TopicConfigZNode
 from services.broker.dispatcher import Dispatcher
+from services.broker.follower import FollowerManager
 from services.broker.http_api import create_app
+from services.broker.isr import IsrManager
 from services.broker.metadata_cache import MetadataCache
 from services.broker.metrics import BrokerMetrics
 from services.broker.producer_ids import ProducerIdAllocator
@@ -52,8 +54,12 @@ class Broker:
         )
         self.cluster_id: str | None = None
         self.logs = LogManager(settings.data_dir, settings.log)
+        self.followers = FollowerManager(
+            settings.broker_id, settings.replica_fetch_wait_max_ms, settings.replica_fetch_max_bytes
+        )
+        self.isr = IsrManager(self.zk, settings.replica_lag_time_max_ms)
         self.replicas = ReplicaManager(
-            settings.broker_id, self.logs, self.metadata, self.topic_config
+            settings.broker_id, self.logs, self.metadata, self.topic_config, self.followers
         )
         self.producer_ids = ProducerIdAllocator(
             self.zk, settings.broker_id, settings.producer_id_block_size
@@ -102,6 +108,11 @@ class Broker:
         self._registered = True
         self._tasks.append(asyncio.create_task(self._periodic_checkpoints()))
         self._tasks.append(asyncio.create_task(self._periodic_retention()))
+        self._tasks.append(
+            asyncio.create_task(
+                self.isr.shrink_loop(lambda: list(self.replicas.partitions.values()))
+            )
+        )
         log.info("broker %d serving Kafka on %s:%d", info.id, self.settings.host, self.port)
 
     async def _start_http(self) -> None:
@@ -111,6 +122,8 @@ class Broker:
 
     async def stop(self) -> None:
         await self.kafka.close()
+        await self.followers.close()
+        await self.isr.close()
         for task in self._tasks:
             task.cancel()
         if self._http is not None:

@@ -6,8 +6,9 @@ Invariants:
   an earlier decision must not undo a later one);
 * consumers never read at or above the high watermark.
 
-Replication between brokers is not built yet: the leader's high watermark follows its log end
-offset directly. When followers fetch, it becomes the minimum log end offset over the ISR.
+The leader's high watermark is the smallest log end offset over the ISR (see ``followers``);
+followers learn it from their fetch responses. ISR changes the leader wants are returned to the
+caller, which writes them to ZooKeeper and then calls :meth:`Partition.set_isr`.
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ from dataclasses import dataclass
 from pafka.cluster.topic_config import TopicConfig
 from pafka.control.messages import PartitionInfo
 from pafka.errors import (
+    FencedLeaderEpochError,
     InvalidRequiredAcksError,
+    NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    RequestTimedOutError,
+    UnknownLeaderEpochError,
     UnsupportedVersionError,
 )
 from pafka.records.batch import BatchHeader, iter_batches
 from pafka.storage.log import Log
-from services.broker.notify import Notifier
+from services.broker.followers import Followers
+from services.broker.notify import Notifier, wait_any
 from services.broker.producer_state import BatchRecord, ProducerStateTable
 
 log = logging.getLogger(__name__)
@@ -40,6 +46,7 @@ class AppendResult:
     base_offset: int
     log_append_time_ms: int
     log_start_offset: int
+    last_offset: int = -1
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,9 @@ class Partition:
         self.isr: tuple[int, ...] = ()
         self.replicas: tuple[int, ...] = ()
         self.is_leader = False
+        self.zk_version = -1
+        self.controller_epoch = -1
+        self.followers = Followers()
         self.producers = ProducerStateTable()
         self.notifier = Notifier()
         self._rebuild_producer_state()
@@ -97,20 +107,56 @@ class Partition:
         if info.leader_epoch < self.leader_epoch:
             log.info("%r ignores stale leader epoch %d", self, info.leader_epoch)
             return False
+        became_leader = info.leader == broker_id and (
+            not self.is_leader or info.leader_epoch != self.leader_epoch
+        )
         self.topic_id = info.topic_id
         self.leader = info.leader
         self.leader_epoch = info.leader_epoch
         self.isr = info.isr
         self.replicas = info.replicas
+        self.zk_version = info.zk_version
+        self.controller_epoch = info.controller_epoch
         self.is_leader = info.leader == broker_id
+        if became_leader:
+            now_ms = int(time.time() * 1000)
+            self.followers.reset([r for r in info.replicas if r != broker_id], now_ms)
+            if self.log.epochs.assign(info.leader_epoch, self.log.log_end_offset):
+                self.log.write_epochs()
         if self.is_leader:
-            self._advance_high_watermark()
+            self.advance_high_watermark()
         self.notifier.notify()
         return True
 
-    def _advance_high_watermark(self) -> None:
-        if self.log.high_watermark != self.log.log_end_offset:
-            self.log.high_watermark = self.log.log_end_offset
+    def set_isr(self, isr: tuple[int, ...], zk_version: int) -> None:
+        """The ISR as now recorded in ZooKeeper (after this leader's conditional write)."""
+        self.isr = isr
+        self.zk_version = zk_version
+        self.advance_high_watermark()
+
+    def advance_high_watermark(self) -> None:
+        hw = self.followers.high_watermark(self.isr, self.leader, self.log.log_end_offset)
+        if hw is not None and hw > self.log.high_watermark:
+            self.log.high_watermark = hw
+            self.notifier.notify()
+
+    def on_follower_fetch(self, follower: int, fetch_offset: int, now_ms: int) -> None:
+        self.followers.on_fetch(follower, fetch_offset, self.log.log_end_offset, now_ms)
+        self.advance_high_watermark()
+
+    def isr_to_expand(self) -> tuple[int, ...] | None:
+        joining = [
+            r
+            for r in self.replicas
+            if r not in self.isr
+            and r != self.leader
+            and self.followers.caught_up(r, self.log.high_watermark)
+        ]
+        return tuple(self.isr) + tuple(joining) if joining else None
+
+    def isr_to_shrink(self, now_ms: int, lag_max_ms: int) -> tuple[int, ...] | None:
+        lagging = self.followers.lagging(self.isr, self.leader, now_ms, lag_max_ms)
+        return tuple(r for r in self.isr if r not in lagging) if lagging else None
 
     def ensure_leader(self) -> None:
         if not self.is_leader:
@@ -142,14 +188,67 @@ class Partition:
                 head.producer_id, head.producer_epoch, head.base_sequence
             )
             if duplicate is not None:
-                return AppendResult(duplicate.first_offset, -1, self.log.log_start_offset)
+                return AppendResult(
+                    duplicate.first_offset, -1, self.log.log_start_offset, duplicate.last_offset
+                )
         info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         for head in idempotent:
             self._remember(head, info.first_offset, now_ms)
-        self._advance_high_watermark()
         self.notifier.notify()
+        self.advance_high_watermark()
         append_time = now_ms if self.config.message_timestamp_type == "LogAppendTime" else -1
-        return AppendResult(info.first_offset, append_time, self.log.log_start_offset)
+        return AppendResult(
+            info.first_offset, append_time, self.log.log_start_offset, info.last_offset
+        )
+
+    async def wait_replicated(self, offset: int, timeout_ms: int) -> None:
+        """acks=all: wait until the high watermark passes ``offset``, or fail as Kafka does."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while self.log.high_watermark <= offset:
+            if not self.is_leader:
+                raise NotLeaderOrFollowerError(f"{self!r} lost leadership before replication")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestTimedOutError(f"{self!r}: replication of offset {offset} timed out")
+            await wait_any([self.notifier], remaining)
+        if len(self.isr) < self.config.min_insync_replicas:
+            raise NotEnoughReplicasAfterAppendError(
+                f"{self!r}: the ISR shrank to {len(self.isr)} below min.insync.replicas"
+            )
+
+    def append_as_follower(self, records: bytes | memoryview, leader_high_watermark: int) -> None:
+        if records:
+            info = self.log.append_as_follower(bytes(records), int(time.time() * 1000))
+            if info is not None:
+                for _, head in iter_batches(records):
+                    if head.producer_id != NO_PRODUCER_ID:
+                        self._remember(head, head.base_offset, head.max_timestamp)
+        hw = min(leader_high_watermark, self.log.log_end_offset)
+        if hw > self.log.high_watermark:
+            self.log.high_watermark = hw
+
+    def truncate_to(self, offset: int) -> None:
+        self.log.truncate_to(offset)
+        self.producers.truncate_to(offset)
+
+    def read_for_follower(
+        self, follower: int, offset: int, max_bytes: int, current_leader_epoch: int
+    ) -> ReadResult:
+        """A follower's fetch: records up to the log end, and its position noted."""
+        self.ensure_leader()
+        if follower not in self.replicas:
+            raise NotLeaderOrFollowerError(f"broker {follower} is not a replica of {self!r}")
+        if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
+            error = (
+                FencedLeaderEpochError
+                if current_leader_epoch < self.leader_epoch
+                else (UnknownLeaderEpochError)
+            )
+            raise error(
+                f"{self!r} is at leader epoch {self.leader_epoch}, not {current_leader_epoch}"
+            )
+        self.on_follower_fetch(follower, offset, int(time.time() * 1000))
+        return self.read(offset, max_bytes, up_to_high_watermark=False)
 
     def read(self, offset: int, max_bytes: int, *, up_to_high_watermark: bool) -> ReadResult:
         self.ensure_leader()

@@ -19,6 +19,7 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from pafka.storage.log_manager import LogManager
+from services.broker.follower import FollowerManager
 from services.broker.metadata_cache import MetadataCache
 from services.broker.partition import Partition
 
@@ -34,7 +35,9 @@ class ReplicaManager:
         logs: LogManager,
         metadata: MetadataCache,
         config_for: ConfigSource,
+        followers: FollowerManager,
     ) -> None:
+        self.followers = followers
         self.broker_id = broker_id
         self.logs = logs
         self.metadata = metadata
@@ -64,12 +67,23 @@ class ReplicaManager:
                 self.partitions[key] = partition
             if not partition.apply(info, self.broker_id):
                 errors[f"{info.topic}-{info.partition}"] = StaleControllerEpochError.code
+                continue
+            if partition.is_leader or info.leader < 0:
+                self.followers.unfollow(info.topic, info.partition)
+                continue
+            leader = next((b for b in request.live_leaders if b.id == info.leader), None)
+            leader = leader or self.metadata.brokers.get(info.leader)
+            if leader is None:
+                log.warning("%r: leader %d is not among live brokers", partition, info.leader)
+                continue
+            self.followers.follow(partition, leader)
         return errors
 
     def stop_replica(self, request: StopReplica) -> dict[str, int]:
         self.check_controller_epoch(request.controller_epoch)
         for topic, index in request.partitions:
             partition = self.partitions.pop((topic, index), None)
+            self.followers.unfollow(topic, index)
             if partition is not None:
                 partition.is_leader = False
                 partition.notifier.notify()

@@ -38,6 +38,9 @@ class BrokerSettings:
     delete_topic_enable: bool = True
     log: LogConfig = field(default_factory=LogConfig)
     min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_max_bytes: int = 1024 * 1024
     unclean_leader_election_enable: bool = False
     retention_check_interval_ms: int = 300_000
     checkpoint_interval_ms: int = 5_000
@@ -86,6 +89,11 @@ class BrokerSettings:
             delete_topic_enable=env.flag("DELETE_TOPIC_ENABLE", True),
             log=log,
             min_insync_replicas=env.integer("MIN_INSYNC_REPLICAS", 1, minimum=1),
+            replica_lag_time_max_ms=env.integer("REPLICA_LAG_TIME_MAX_MS", 30_000, minimum=100),
+            replica_fetch_wait_max_ms=env.integer("REPLICA_FETCH_WAIT_MAX_MS", 500, minimum=0),
+            replica_fetch_max_bytes=env.integer(
+                "REPLICA_FETCH_MAX_BYTES", cls.replica_fetch_max_bytes, minimum=1024
+            ),
             unclean_leader_election_enable=env.flag("UNCLEAN_LEADER_ELECTION_ENABLE", False),
             retention_check_interval_ms=env.integer(
                 "RETENTION_CHECK_INTERVAL_MS", cls.retention_check_interval_ms, minimum=100

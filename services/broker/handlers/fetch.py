@@ -16,6 +16,7 @@ from typing import Any
 from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
 from pafka.protocol.messages import response_class
 from services.broker.handlers.context import RequestContext
+from services.broker.handlers.offsets import check_leader_epoch
 from services.broker.notify import Notifier, wait_any
 from services.broker.partition import ReadResult
 
@@ -28,20 +29,34 @@ class _PartitionFetch:
     index: int
     offset: int
     max_bytes: int
+    current_leader_epoch: int = -1
     result: ReadResult | None = None
     error: KafkaApiError | None = None
 
 
-def _read_all(ctx: RequestContext, wanted: list[_PartitionFetch], max_bytes: int) -> int:
+def _read_one(
+    ctx: RequestContext, item: _PartitionFetch, limit: int, replica_id: int
+) -> ReadResult:
     broker = ctx.broker
+    partition = broker.replicas.leader_partition(item.topic, item.index)
+    if replica_id < 0:
+        check_leader_epoch(partition, item.current_leader_epoch)
+        return partition.read(item.offset, limit, up_to_high_watermark=True)
+    result = partition.read_for_follower(replica_id, item.offset, limit, item.current_leader_epoch)
+    broker.isr.maybe_expand(partition)
+    return result
+
+
+def _read_all(
+    ctx: RequestContext, wanted: list[_PartitionFetch], max_bytes: int, replica_id: int
+) -> int:
     budget = max_bytes
     total = 0
     for item in wanted:
         item.result, item.error = None, None
         try:
-            partition = broker.replicas.leader_partition(item.topic, item.index)
             limit = min(item.max_bytes, budget)
-            item.result = partition.read(item.offset, max(limit, 1), up_to_high_watermark=True)
+            item.result = _read_one(ctx, item, max(limit, 1), replica_id)
         except PafkaError as exc:
             item.error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
             continue
@@ -72,15 +87,22 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     requested = int(getattr(request, "max_bytes", 0x7FFFFFFF) or 0x7FFFFFFF)
     max_bytes = min(requested, ctx.broker.settings.fetch_max_bytes)
+    replica_id = int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
     wanted = [
-        _PartitionFetch(t.topic, p.partition, int(p.fetch_offset), int(p.partition_max_bytes))
+        _PartitionFetch(
+            t.topic,
+            p.partition,
+            int(p.fetch_offset),
+            int(p.partition_max_bytes),
+            int(getattr(p, "current_leader_epoch", -1)),
+        )
         for t in request.topics
         for p in t.partitions
     ]
     deadline = time.monotonic() + max(int(request.max_wait_ms), 0) / 1000
     min_bytes = max(int(request.min_bytes), 0)
     while True:
-        total = _read_all(ctx, wanted, max_bytes)
+        total = _read_all(ctx, wanted, max_bytes, replica_id)
         remaining = deadline - time.monotonic()
         if total >= min_bytes or remaining <= 0 or any(w.error for w in wanted):
             break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -9,6 +10,7 @@ from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
 from pafka.protocol.messages import response_class
 from pafka.records.batch import record_count
 from services.broker.handlers.context import RequestContext
+from services.broker.partition import AppendResult, Partition
 
 log = logging.getLogger(__name__)
 
@@ -19,37 +21,62 @@ async def handle_produce(ctx: RequestContext, request: Any) -> Any:
     topic_cls = cls.TopicProduceResponse
     part_cls = topic_cls.PartitionProduceResponse
     acks = int(request.acks)
-    responses = []
+    appended: list[tuple[str, Any, Partition | None, AppendResult | PafkaError]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
-        results = []
         for pdata in topic_data.partition_data:
             records = bytes(pdata.records or b"")
             try:
                 partition = broker.replicas.leader_partition(name, pdata.index)
                 result = partition.append_as_leader(records, acks)
             except PafkaError as exc:
-                error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
-                broker.metrics.failed_produce.labels(name).inc()
-                results.append(
-                    part_cls(
-                        index=pdata.index,
-                        error_code=error.code,
-                        base_offset=-1,
-                        error_message=error.message,
-                    )
-                )
+                appended.append((name, pdata.index, None, exc))
                 continue
             broker.metrics.messages_in.labels(name).inc(record_count(records))
             broker.metrics.bytes_in.labels(name).inc(len(records))
-            results.append(
-                part_cls(
-                    index=pdata.index,
-                    error_code=0,
-                    base_offset=result.base_offset,
-                    log_append_time_ms=result.log_append_time_ms,
-                    log_start_offset=result.log_start_offset,
-                )
-            )
-        responses.append(topic_cls(name=name, partition_responses=results))
-    return cls(responses=responses, throttle_time_ms=0)
+            appended.append((name, pdata.index, partition, result))
+    if acks == -1:
+        # Wait for all partitions of the request together, not one after another.
+        outcomes = await asyncio.gather(
+            *(_replicated(p, r, int(request.timeout_ms)) for _, _, p, r in appended)
+        )
+        appended = [(n, i, p, o) for (n, i, p, _), o in zip(appended, outcomes, strict=True)]
+    by_topic: dict[str, list[Any]] = {}
+    for name, index, _, outcome in appended:
+        by_topic.setdefault(name, []).append(
+            _partition_response(broker, part_cls, name, index, outcome)
+        )
+    return cls(
+        responses=[topic_cls(name=n, partition_responses=rs) for n, rs in by_topic.items()],
+        throttle_time_ms=0,
+    )
+
+
+async def _replicated(
+    partition: Partition | None, outcome: AppendResult | PafkaError, timeout_ms: int
+) -> AppendResult | PafkaError:
+    if partition is None or isinstance(outcome, PafkaError):
+        return outcome
+    try:
+        await partition.wait_replicated(outcome.last_offset, timeout_ms)
+    except PafkaError as exc:
+        return exc
+    return outcome
+
+
+def _partition_response(
+    broker: Any, part_cls: Any, name: str, index: int, outcome: AppendResult | PafkaError
+) -> Any:
+    if isinstance(outcome, PafkaError):
+        error = outcome if isinstance(outcome, KafkaApiError) else UnknownServerError(str(outcome))
+        broker.metrics.failed_produce.labels(name).inc()
+        return part_cls(
+            index=index, error_code=error.code, base_offset=-1, error_message=error.message
+        )
+    return part_cls(
+        index=index,
+        error_code=0,
+        base_offset=outcome.base_offset,
+        log_append_time_ms=outcome.log_append_time_ms,
+        log_start_offset=outcome.log_start_offset,
+    )
