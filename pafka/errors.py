@@ -252,6 +252,14 @@ class InvalidConfigError(KafkaApiError):
     http_status = 400
 
 
+class NotControllerError(KafkaApiError):
+    """This is not the active controller."""
+
+    code = 41
+    http_status = 503
+    retriable = True
+
+
 class InvalidRequestError(KafkaApiError):
     """The request is malformed or not valid for this server."""
 

@@ -226,16 +226,18 @@ class LocalCluster:
         for child in self._children.values():
             child.poll()
 
-    def stop(self, grace_s: float = 10.0) -> None:
-        for service in self.services.values():
-            self.send_signal(service, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        for service in self.services.values():
-            while service.alive() and time.monotonic() < deadline:
-                self._reap()
-                time.sleep(0.05)
-            if service.alive():
-                self.send_signal(service, signal.SIGKILL)
+    def stop(self, grace_s: float = 20.0) -> None:
+        # Brokers first, while a controller can still run their controlled shutdowns.
+        for group in (self.brokers(), self.controllers()):
+            for service in group:
+                self.send_signal(service, signal.SIGTERM)
+            deadline = time.monotonic() + grace_s
+            for service in group:
+                while service.alive() and time.monotonic() < deadline:
+                    self._reap()
+                    time.sleep(0.05)
+                if service.alive():
+                    self.send_signal(service, signal.SIGKILL)
         self._reap()
         if self.zookeeper is not None and self.zookeeper.process is not None:
             self.zookeeper.stop()

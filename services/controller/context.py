@@ -34,10 +34,17 @@ class ControllerContext:
     replica_states: dict[tuple[str, int, int], ReplicaState] = field(default_factory=dict)
     deleting: set[str] = field(default_factory=set)
     unclean_topics: set[str] = field(default_factory=set)
+    # Brokers in controlled shutdown: alive, but never chosen as leader again.
+    shutting_down: set[int] = field(default_factory=set)
 
     @property
     def live(self) -> set[int]:
         return set(self.brokers)
+
+    @property
+    def eligible(self) -> set[int]:
+        """Brokers that may lead: alive and not shutting down."""
+        return set(self.brokers) - self.shutting_down
 
     def topic_partitions(self, topic: str) -> list[TopicPartition]:
         return sorted(tp for tp in self.partitions if tp[0] == topic)

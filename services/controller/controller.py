@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from pafka.errors import ControllerFencedError, PafkaError
+from pafka.errors import ControllerFencedError, NotControllerError, PafkaError
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import (
     BROKER_IDS,
@@ -243,6 +243,10 @@ class Controller:
             await manager.on_delete_requests(list(event.payload))
         elif event.kind == "isr":
             await manager.on_isr_notifications(list(event.payload))
+        elif event.kind == "shutdown":
+            broker_id, done = event.payload
+            if not done.done():
+                done.set_result(await manager.on_controlled_shutdown(broker_id))
         elif event.kind == "preferred":
             await manager.rebalance_preferred(
                 self.settings.preferred_imbalance_ratio, event.payload
@@ -255,6 +259,15 @@ class Controller:
             await asyncio.sleep(self.settings.preferred_rebalance_interval_ms / 1000)
             if self.active:
                 await self._enqueue("preferred", None)
+
+    async def controlled_shutdown(self, broker_id: int, timeout_s: float) -> list[tuple[str, int]]:
+        """Run a broker's controlled shutdown through the event queue; the partitions it still
+        leads afterwards. Raises NotControllerError when this controller is not active."""
+        if not self.active:
+            raise NotControllerError("this controller is not active")
+        done: asyncio.Future[list[tuple[str, int]]] = asyncio.get_running_loop().create_future()
+        await self._enqueue("shutdown", (broker_id, done))
+        return await asyncio.wait_for(done, timeout_s)
 
     # -- status ----------------------------------------------------------------------------------
 

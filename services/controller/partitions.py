@@ -16,6 +16,7 @@ from kazoo.exceptions import NoNodeError
 
 from pafka.cluster.election import (
     Election,
+    controlled_shutdown_leader,
     isr_without,
     offline_partition_leader,
     preferred_imbalance,
@@ -144,6 +145,7 @@ class PartitionManager:
             await self.zk.run(self._load_broker, self.zk.kazoo, broker_id)
         for broker_id in removed:
             del self.ctx.brokers[broker_id]
+        self.ctx.shutting_down -= added | removed
         log.info("brokers joined %s, left %s", sorted(added), sorted(removed))
         affected = [
             tp for tp, e in self.ctx.partitions.items() if set(e.replicas) & (added | removed)
@@ -210,6 +212,54 @@ class PartitionManager:
             changed = await self.zk.run(collect, self.zk.kazoo)
             self._update_metadata(self.ctx.live, partitions=sorted(changed))
 
+    async def on_controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
+        """Move leadership off a broker that is stopping, and take it out of every ISR it can
+        leave; returns the partitions it still leads (no other in-sync replica)."""
+        if broker_id not in self.ctx.brokers:
+            return []
+        self.ctx.shutting_down.add(broker_id)
+
+        def decide() -> dict[TopicPartition, Election]:
+            decisions: dict[TopicPartition, Election] = {}
+            for tp, entry in self.ctx.partitions.items():
+                state = entry.state
+                if state is None or broker_id not in entry.replicas or len(entry.replicas) < 2:
+                    continue
+                if state.leader == broker_id:
+                    election = controlled_shutdown_leader(
+                        entry.replicas, state.isr, self.ctx.live, self.ctx.shutting_down
+                    )
+                    if election is not None:
+                        decisions[tp] = election
+                elif broker_id in state.isr and len(state.isr) > 1:
+                    isr = tuple(b for b in state.isr if b != broker_id)
+                    decisions[tp] = Election(state.leader, isr)
+            return decisions
+
+        changed = await self._elect(decide)
+        self._broadcast(changed)
+        followed = tuple(
+            tp
+            for tp in changed
+            if self.ctx.partitions[tp].state.leader != broker_id  # type: ignore[union-attr]
+        )
+        if followed:
+            self.send(
+                broker_id, StopReplica(self.controller_id, self.epoch.epoch, followed, delete=False)
+            )
+        remaining = [
+            tp
+            for tp, e in self.ctx.partitions.items()
+            if e.state is not None and e.state.leader == broker_id
+        ]
+        log.info(
+            "controlled shutdown of broker %d: %d moved, %d remain",
+            broker_id,
+            len(changed),
+            len(remaining),
+        )
+        return sorted(remaining)
+
     async def on_delete_requests(self, topics: list[str]) -> None:
         for topic in topics:
             self.ctx.deleting.add(topic)
@@ -268,7 +318,7 @@ class PartitionManager:
     def _settle_decisions(
         self, partitions: list[TopicPartition], dead: set[int]
     ) -> dict[TopicPartition, Election]:
-        live = self.ctx.live
+        live = self.ctx.eligible
         decisions: dict[TopicPartition, Election] = {}
         for tp in partitions:
             entry = self.ctx.partitions[tp]

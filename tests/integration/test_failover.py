@@ -284,3 +284,25 @@ def test_acked_writes_survive_leader_kill_with_replication(own_cluster: ClusterH
     assert not failed
     for p in range(3):
         assert got[p] == acked[p], f"partition {p}: acknowledged records differ from the log"
+
+
+def test_sigterm_moves_leadership_away_before_exit(own_cluster: ClusterHandle) -> None:
+    topic = f"controlled-{uuid.uuid4().hex[:6]}"
+    own_cluster.create_topic(
+        topic, partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
+    victim = own_cluster.partition_state(topic, 0).leader
+    name = f"broker-{victim}"
+    own_cluster.local.kill(name, signal.SIGTERM)
+    log_text = Path(own_cluster.local.services[name].log_path).read_text()
+    assert "controlled shutdown complete" in log_text
+    for p in range(3):
+        state = own_cluster.partition_state(topic, p)
+        assert state.leader not in (victim, -1)
+        assert victim not in state.isr
+    own_cluster.local.restart(name)
+    _wait(
+        lambda: victim in own_cluster.partition_state(topic, 0).isr,
+        30,
+        "the broker to rejoin the ISR",
+    )
