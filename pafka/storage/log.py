@@ -119,7 +119,7 @@ class Log:
         first = self.log_end_offset
         count = sum(h.last_offset_delta + 1 for h in headers)
         self._maybe_roll(len(records), count, now_ms)
-        data, _ = assign_offsets(records, first, leader_epoch)
+        data = assign_offsets(records, first, leader_epoch=leader_epoch)
         if self.epochs.assign(leader_epoch, first):
             self.write_epochs()
         self.active.append(data, list(iter_batches(data)))
@@ -130,7 +130,7 @@ class Log:
         """Append a leader's batches keeping their offsets and epochs (replication)."""
         if not records:
             return None
-        headers = validate(records, 2**31 - 1)
+        headers = validate(records, 2**31 - 1, from_client=False)
         if headers[0].base_offset != self.log_end_offset:
             raise InvalidRecordError(
                 f"follower append at {headers[0].base_offset}, log ends at {self.log_end_offset}"

@@ -1,0 +1,216 @@
+"""Records inside a v2 batch: building small batches and decoding them.
+
+For tests, the CLI and the gateway; the broker itself never decodes records to store or serve
+them. Each record (after the batch header, compressed as a whole when the batch has a codec)::
+
+    length            varint   bytes of the rest of this record
+    attributes        int8     unused, 0
+    timestamp_delta   varlong  timestamp - batch base_timestamp
+    offset_delta      varint   offset - batch base_offset
+    key_length        varint   -1 for a null key
+    key               bytes
+    value_length      varint   -1 for a null value
+    value             bytes
+    header_count      varint
+      key_length varint, key utf-8, value_length varint (-1 null), value bytes
+
+Varints are zig-zag encoded base-128, as in protobuf. gzip uses the standard library; snappy
+(xerial framing), lz4 (frame format) and zstd go through kafka-python's codec module, which
+imports the optional libraries if they are installed.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple
+
+import crc32c
+
+from pafka.errors import CorruptMessageError, UnsupportedCompressionTypeError
+from pafka.records.batch import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_BIT,
+    CRC,
+    CRC_OFFSET,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    TRANSACTIONAL_BIT,
+    Buffer,
+    Codec,
+    read_header,
+)
+
+Header = tuple[str, bytes | None]
+RecordInput = tuple[bytes | None, bytes | None, Sequence[Header]]
+
+
+class Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+
+
+# -- varints -----------------------------------------------------------------------------------
+
+
+def write_varint(value: int, out: bytearray) -> None:
+    zigzag = (value << 1) ^ (value >> 63)
+    while zigzag >= 0x80:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+
+
+def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
+    """(value, next position) of the zig-zag varint at ``pos``."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise CorruptMessageError("truncated or overlong varint in a record")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _write_bytes(value: bytes | None, out: bytearray) -> None:
+    if value is None:
+        write_varint(-1, out)
+    else:
+        write_varint(len(value), out)
+        out += value
+
+
+def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
+    length, pos = read_varint(buf, pos)
+    if length < 0:
+        return None, pos
+    if pos + length > len(buf):
+        raise CorruptMessageError("record field runs past the end of the batch")
+    return bytes(buf[pos : pos + length]), pos + length
+
+
+# -- building ----------------------------------------------------------------------------------
+
+
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[Header],
+) -> bytes:
+    body = bytearray(b"\x00")  # attributes
+    write_varint(timestamp_delta, body)
+    write_varint(offset_delta, body)
+    _write_bytes(key, body)
+    _write_bytes(value, body)
+    write_varint(len(headers), body)
+    for name, header_value in headers:
+        _write_bytes(name.encode(), body)
+        _write_bytes(header_value, body)
+    out = bytearray()
+    write_varint(len(body), out)
+    return bytes(out + body)
+
+
+def build_batch(
+    records: Sequence[RecordInput],
+    *,
+    base_offset: int = 0,
+    timestamp_ms: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    is_transactional: bool = False,
+    compression: Codec = Codec.NONE,
+) -> bytes:
+    """One v2 batch of ``(key, value, headers)`` records, all stamped ``timestamp_ms``."""
+    if not records:
+        raise ValueError("a record batch holds at least one record")
+    compression = Codec(compression)
+    body = b"".join(
+        encode_record(i, 0, key, value, headers) for i, (key, value, headers) in enumerate(records)
+    )
+    attributes = compression.id | (TRANSACTIONAL_BIT if is_transactional else 0)
+    if compression is Codec.GZIP:
+        body = gzip.compress(body)
+    elif compression is not Codec.NONE:
+        raise UnsupportedCompressionTypeError(f"build_batch does not compress with {compression}")
+    out = bytearray(HEADER_SIZE) + body
+    HEADER.pack_into(
+        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
+        attributes, len(records) - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+        base_sequence, len(records),
+    )  # fmt: skip
+    CRC.pack_into(out, CRC_OFFSET, crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    return bytes(out)
+
+
+# -- decoding ----------------------------------------------------------------------------------
+
+
+def _decompressor(codec: Codec) -> Callable[[bytes], bytes]:
+    if codec is Codec.GZIP:
+        return gzip.decompress
+    from kafka import codec as kc  # optional libraries are imported there, if installed
+
+    available = {
+        Codec.SNAPPY: (kc.has_snappy, kc.snappy_decode),
+        Codec.LZ4: (kc.has_lz4, kc.lz4_decode),
+        Codec.ZSTD: (kc.has_zstd, kc.zstd_decode),
+    }
+    if codec not in available or not available[codec][0]():
+        raise UnsupportedCompressionTypeError(f"cannot decompress {codec} record batches here")
+    decode: Callable[[bytes], bytes] = available[codec][1]
+    return decode
+
+
+def decode_records(batch: Buffer) -> Iterator[Record]:
+    """The records of one batch (offsets from its base offset). Control batches yield none."""
+    header = read_header(batch)
+    if header.size > len(batch):
+        raise CorruptMessageError("truncated record batch")
+    if header.attributes & CONTROL_BIT:
+        return
+    body: Buffer = memoryview(batch)[HEADER_SIZE : header.size]
+    if header.codec is not Codec.NONE:
+        try:
+            body = _decompressor(header.codec)(bytes(body))
+        except (OSError, EOFError, ValueError, RuntimeError) as exc:
+            raise CorruptMessageError(f"cannot decompress {header.codec} batch: {exc}") from exc
+    pos = 0
+    for _ in range(header.records_count):
+        length, pos = read_varint(body, pos)
+        end = pos + length
+        if length < 0 or end > len(body):
+            raise CorruptMessageError("record runs past the end of the batch")
+        pos += 1  # attributes
+        timestamp_delta, pos = read_varint(body, pos)
+        offset_delta, pos = read_varint(body, pos)
+        key, pos = _read_bytes(body, pos)
+        value, pos = _read_bytes(body, pos)
+        count, pos = read_varint(body, pos)
+        headers: list[Header] = []
+        for _ in range(count):
+            name, pos = _read_bytes(body, pos)
+            header_value, pos = _read_bytes(body, pos)
+            headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+        if pos != end:
+            raise CorruptMessageError("record length disagrees with its fields")
+        timestamp = (
+            header.max_timestamp
+            if header.log_append_time
+            else (header.base_timestamp + timestamp_delta)
+        )
+        yield Record(header.base_offset + offset_delta, timestamp, key, value, headers)
