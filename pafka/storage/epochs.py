@@ -28,17 +28,20 @@ class LeaderEpochCache:
         return True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(largest epoch <= ``epoch``, the offset where it ends) — Kafka's endOffsetFor."""
-        if not self.entries or epoch < self.entries[0][0]:
+        """(largest epoch <= ``epoch``, the offset where it ends) — Kafka's ``endOffsetFor``.
+
+        The latest epoch ends at the log end. An epoch older than every entry answers itself
+        with the first entry's start offset; one newer than the latest is undefined.
+        """
+        if epoch < 0 or not self.entries:
             return UNDEFINED
-        if epoch >= self.latest_epoch:
-            return self.latest_epoch, log_end_offset
-        found = self.entries[0][0]
-        for i, (e, _) in enumerate(self.entries):
-            if e > epoch:
-                return found, self.entries[i][1]
-            found = e
-        return self.latest_epoch, log_end_offset
+        if epoch == self.latest_epoch:
+            return epoch, log_end_offset
+        higher = next((i for i, (e, _) in enumerate(self.entries) if e > epoch), None)
+        if higher is None:
+            return UNDEFINED
+        floor_epoch = self.entries[higher - 1][0] if higher else epoch
+        return floor_epoch, self.entries[higher][1]
 
     def truncate_from_end(self, end_offset: int) -> None:
         self.entries = [(e, o) for e, o in self.entries if o < end_offset]

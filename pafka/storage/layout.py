@@ -1,8 +1,18 @@
 """Where a partition's files live and what they are called (Kafka's on-disk layout).
 
-``{data_dir}/{topic}-{partition}/{base_offset:020d}.log|.index|.timeindex`` per segment, a
-``leader-epoch-checkpoint`` per partition, and log-dir-wide checkpoint files for high
-watermarks, recovery points and log start offsets. Only this module spells file names.
+::
+
+    {data_dir}/
+      {topic}-{partition}/                 topics may contain '-' and '.'
+        00000000000000000000.log           record batches; the name is the base offset
+        00000000000000000000.index         offset index of that segment
+        00000000000000000000.timeindex     time index of that segment
+        leader-epoch-checkpoint            epoch → start offset (Kafka's text format)
+        partition-offsets-checkpoint       log start offset, recovery point, high watermark
+        .kafka_cleanshutdown               present only while the log is closed cleanly
+      {topic}-{partition}.{random}-delete/ a partition being deleted
+
+Only this module spells file names.
 """
 
 from __future__ import annotations
@@ -17,12 +27,13 @@ DELETED_SUFFIX = ".deleted"
 DELETE_DIR_SUFFIX = "-delete"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+PARTITION_OFFSETS_CHECKPOINT = "partition-offsets-checkpoint"
+TEMP_SUFFIX = ".tmp"
+SEGMENT_NAME_DIGITS = 20
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
 _SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
+_SEGMENT_ANY = re.compile(r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex)(?P<extra>\..*)?$")
 
 
 def partition_dir(data_dir: Path, topic: str, partition: int) -> Path:
@@ -37,8 +48,50 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return match.group("topic"), int(match.group("partition"))
 
 
+def delete_dir(directory: Path, token: str) -> Path:
+    """Where a partition directory is renamed before it is removed."""
+    return directory.with_name(f"{directory.name}.{token}{DELETE_DIR_SUFFIX}")
+
+
+def is_delete_dir(name: str) -> bool:
+    return name.endswith(DELETE_DIR_SUFFIX)
+
+
 def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}"
+    if not 0 <= base_offset < 10**SEGMENT_NAME_DIGITS:
+        raise ValueError(f"base offset {base_offset} cannot name a segment")
+    return f"{base_offset:0{SEGMENT_NAME_DIGITS}d}"
+
+
+def parse_segment_name(name: str) -> tuple[int, str] | None:
+    """(base offset, suffix) of a segment file name such as ``00000000000000000042.index``."""
+    match = _SEGMENT_ANY.match(name)
+    if match is None or match.group("extra"):
+        return None
+    return int(match.group("base")), "." + match.group("kind")
+
+
+def segment_files(directory: Path, base_offset: int) -> tuple[Path, Path, Path]:
+    return (
+        log_file(directory, base_offset),
+        index_file(directory, base_offset),
+        time_index_file(directory, base_offset),
+    )
+
+
+def stray_files(directory: Path) -> list[Path]:
+    """Leftovers of an interrupted operation: temp files, ``.deleted`` files, and indexes
+    whose ``.log`` is gone."""
+    logs = set(segment_base_offsets(directory))
+    stray = []
+    for path in directory.iterdir():
+        if path.name.endswith((TEMP_SUFFIX, DELETED_SUFFIX)):
+            stray.append(path)
+            continue
+        parsed = parse_segment_name(path.name)
+        if parsed is not None and parsed[0] not in logs:
+            stray.append(path)
+    return stray
 
 
 def log_file(directory: Path, base_offset: int) -> Path:

@@ -1,34 +1,60 @@
-"""The log of one partition replica: an ordered list of segments, the last one active.
+"""The log of one partition replica: sealed segments, then one active segment.
 
 Invariants:
-* offsets are dense and increasing across segments; ``log_start_offset <= high_watermark <=
-  log_end_offset``;
+
+* offsets are increasing across segments; ``log_start_offset <= high_watermark <=
+  log_end_offset`` and ``recovery_point <= log_end_offset``;
 * only batches that passed validation (whole, v2, CRC intact, within max.message.bytes) are
-  written, so anything read back is what a producer sent, with its offset assigned;
-* after an unclean shutdown everything past the recovery point is re-validated and the first
-  bad batch ends the log.
+  written, so anything read back is what a producer sent, with its offset and epoch assigned;
+* everything below the recovery point was fsynced; after an unclean shutdown everything above
+  it is re-validated, and the first bad batch ends the log (:mod:`pafka.storage.recovery`);
+* record data is read from the files for each request, never kept in Python objects.
+
+Every public method maps ``OSError`` to :class:`KafkaStorageError`. The log is used from one
+thread (the broker's event loop) except :meth:`Log.flush` and :meth:`Log.checkpoint`, which may
+run on a worker thread: they fsync duplicated descriptors and read the state under a lock.
 """
 
 from __future__ import annotations
 
 import bisect
-import logging
+import itertools
+import os
 import shutil
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import wraps
 from pathlib import Path
+from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from pafka.errors import InvalidRecordError, OffsetOutOfRangeError
+from pafka.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pafka.records.batch import BatchHeader, assign_offsets, iter_batches, validate
-from pafka.storage import layout
-from pafka.storage.checkpoints import read_epochs, write_epochs
+from pafka.storage import layout, recovery, retention
+from pafka.storage.checkpoints import PartitionOffsets, write_epochs, write_partition_offsets
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
-from pafka.storage.segment import Segment
-
-log = logging.getLogger(__name__)
+from pafka.storage.files import FileCache
+from pafka.storage.segment import ActiveSegment, Segment
 
 MAX_RELATIVE_OFFSET = 2**31 - 1
+SHARED_FILES = FileCache()  # for logs opened without a LogManager
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def storage_errors(method: Callable[Concatenate[Log, P], R]) -> Callable[Concatenate[Log, P], R]:
+    """Map OSError to KafkaStorageError: the storage boundary."""
+
+    @wraps(method)
+    def wrapper(self: Log, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as exc:
+            raise KafkaStorageError(f"{self.directory.name}: {exc}") from exc
+
+    return wrapper
 
 
 @dataclass(frozen=True)
@@ -36,18 +62,32 @@ class AppendInfo:
     first_offset: int
     last_offset: int
     max_timestamp: int
+    bytes_written: int = 0
+    records: int = 0
+
+
+class TimestampOffset(NamedTuple):
+    timestamp: int
+    offset: int
 
 
 class Log:
-    def __init__(self, directory: Path, config: LogConfig, segments: list[Segment]) -> None:
+    def __init__(
+        self, directory: Path, config: LogConfig, segments: list[Segment], files: FileCache
+    ) -> None:
         self.directory = directory
         self.config = config
         self.segments = segments
+        self.files = files
         self.log_start_offset = segments[0].base_offset
-        self._high_watermark = 0
         self.recovery_point = 0
-        self.epochs = LeaderEpochCache(read_epochs(directory / layout.LEADER_EPOCH_CHECKPOINT))
-        self.dirty = False
+        self.epochs = LeaderEpochCache()
+        self._high_watermark = 0
+        self._bases = [s.base_offset for s in segments]
+        self._unflushed: list[int] = []  # dup'd descriptors of sealed segments to fsync
+        self._unflushed_messages = 0
+        self._lock = threading.Lock()
+        self._checkpointed: PartitionOffsets | None = None
 
     @classmethod
     def open(
@@ -55,45 +95,33 @@ class Log:
         directory: Path,
         config: LogConfig,
         *,
-        log_start_offset: int = 0,
-        recovery_point: int = 0,
-        high_watermark: int = 0,
+        clean_shutdown_known: bool | None = None,
+        files: FileCache | None = None,
     ) -> Log:
-        directory.mkdir(parents=True, exist_ok=True)
-        marker = directory / layout.CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
-        marker.unlink(missing_ok=True)
-        bases = layout.segment_base_offsets(directory)
-        segments: list[Segment] = []
-        cut = False
-        for i, base in enumerate(bases):
-            segment = Segment(directory, base, config.index_interval_bytes)
-            if cut:
-                log.warning("deleting segment %s after a corrupt tail", segment.log_path)
-                segment.delete()
-                continue
-            ends_after_recovery = i + 1 == len(bases) or bases[i + 1] > recovery_point
-            result = segment.load(validate=not clean and ends_after_recovery)
-            if result.truncated:
-                log.warning(
-                    "truncated corrupt tail of %s at byte %d", segment.log_path, result.valid_bytes
-                )
-                cut = True
-            segments.append(segment)
-        if not segments:
-            segments.append(Segment(directory, log_start_offset, config.index_interval_bytes))
-        self = cls(directory, config, segments)
-        self.log_start_offset = max(log_start_offset, segments[0].base_offset)
-        self.epochs.truncate_from_end(self.log_end_offset)
-        self._high_watermark = max(min(high_watermark, self.log_end_offset), self.log_start_offset)
-        self.recovery_point = self.log_end_offset
+        """Open (creating if needed) and recover the log in ``directory``.
+
+        Clean shutdown is detected by the marker :meth:`close` writes, unless the caller knows.
+        """
+        try:
+            state = recovery.recover(directory, config, files or SHARED_FILES, clean_shutdown_known)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot open log {directory}: {exc}") from exc
+        self = cls(directory, config, state.segments, files or SHARED_FILES)
+        self.log_start_offset = state.log_start_offset
+        self.recovery_point = state.recovery_point
+        self.epochs = state.epochs
+        self._high_watermark = min(
+            max(state.high_watermark, self.log_start_offset), self.log_end_offset
+        )
         return self
 
     # -- positions -------------------------------------------------------------------------------
 
     @property
-    def active(self) -> Segment:
-        return self.segments[-1]
+    def active(self) -> ActiveSegment:
+        active = self.segments[-1]
+        assert isinstance(active, ActiveSegment)
+        return active
 
     @property
     def log_end_offset(self) -> int:
@@ -108,63 +136,97 @@ class Log:
         self._high_watermark = max(min(offset, self.log_end_offset), self.log_start_offset)
 
     @property
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        return self.epochs
+
+    @property
     def size_bytes(self) -> int:
         return sum(s.size for s in self.segments)
 
     # -- appending -------------------------------------------------------------------------------
 
+    @storage_errors
     def append(self, records: bytes, *, leader_epoch: int, now_ms: int) -> AppendInfo:
         """Validate producer batches, assign offsets from the log end and write them."""
         headers = validate(records, self.config.max_message_bytes)
         first = self.log_end_offset
         count = sum(h.last_offset_delta + 1 for h in headers)
-        self._maybe_roll(len(records), count, now_ms)
         data = assign_offsets(records, first, leader_epoch=leader_epoch)
+        self._write(data, count, now_ms)
         if self.epochs.assign(leader_epoch, first):
             self.write_epochs()
-        self.active.append(data, list(iter_batches(data)))
-        self.dirty = True
-        return AppendInfo(first, first + count - 1, max(h.max_timestamp for h in headers))
+        max_ts = max(h.max_timestamp for h in headers)
+        records_n = sum(h.records_count for h in headers)
+        return AppendInfo(first, first + count - 1, max_ts, len(data), records_n)
 
-    def append_as_follower(self, records: bytes, now_ms: int) -> AppendInfo | None:
+    @storage_errors
+    def append_as_follower(self, records: bytes, now_ms: int = 0) -> AppendInfo | None:
         """Append a leader's batches keeping their offsets and epochs (replication)."""
         if not records:
             return None
         headers = validate(records, 2**31 - 1, from_client=False)
-        if headers[0].base_offset != self.log_end_offset:
+        if headers[0].base_offset < self.log_end_offset:
             raise InvalidRecordError(
                 f"follower append at {headers[0].base_offset}, log ends at {self.log_end_offset}"
             )
-        count = headers[-1].next_offset - headers[0].base_offset
-        self._maybe_roll(len(records), count, now_ms)
+        for before, after in itertools.pairwise(headers):
+            if after.base_offset < before.next_offset:
+                raise InvalidRecordError("follower batches overlap or go backwards")
+        first = headers[0].base_offset
+        self._write(records, headers[-1].next_offset - self.log_end_offset, now_ms)
+        changed = False
         for h in headers:
-            if self.epochs.assign(h.partition_leader_epoch, h.base_offset):
-                self.write_epochs()
-        self.active.append(records, list(iter_batches(records)))
-        self.dirty = True
-        return AppendInfo(
-            headers[0].base_offset, headers[-1].last_offset, headers[-1].max_timestamp
-        )
+            changed |= self.epochs.assign(h.partition_leader_epoch, h.base_offset)
+        if changed:
+            self.write_epochs()
+        records_n = sum(h.records_count for h in headers)
+        max_ts = max(h.max_timestamp for h in headers)
+        return AppendInfo(first, headers[-1].last_offset, max_ts, len(records), records_n)
 
-    def _maybe_roll(self, incoming_bytes: int, incoming_offsets: int, now_ms: int) -> None:
+    def _write(self, data: bytes, offsets: int, now_ms: int) -> None:
+        if self._should_roll(len(data), offsets, now_ms):
+            self.roll(now_ms)
+        active = self.active
+        batches = list(iter_batches(data))
+        with self._lock:
+            active.append(data, batches, now_ms)
+        self._unflushed_messages += sum(h.records_count for _, h in batches)
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+
+    def _should_roll(self, incoming_bytes: int, incoming_offsets: int, now_ms: int) -> bool:
         active = self.active
         if active.size == 0:
-            return
-        if (
+            return False
+        entries_limit = self.config.segment_index_bytes // active.time_index.entry_size
+        return (
             active.size + incoming_bytes > self.config.segment_bytes
             or now_ms - active.created_ms >= self.config.segment_ms
             or self.log_end_offset + incoming_offsets - active.base_offset > MAX_RELATIVE_OFFSET
-        ):
-            self.roll()
-
-    def roll(self) -> None:
-        self.active.flush()
-        self.segments.append(
-            Segment(self.directory, self.log_end_offset, self.config.index_interval_bytes)
+            or max(active.offset_index.entries, active.time_index.entries) >= entries_limit - 1
         )
+
+    @storage_errors
+    def roll(self, now_ms: int = 0) -> None:
+        """Seal the active segment and start a new one at the log end (no-op when empty)."""
+        old = self.active
+        start = self.log_end_offset
+        if old.size == 0:
+            return
+        else:
+            sync_fd = old.sync_handle()
+            with self._lock:
+                self.segments[-1] = old.seal(self.files)
+                self._unflushed.append(sync_fd)
+        new = ActiveSegment(self.directory, start, self.config.index_interval_bytes)
+        new.created_ms = now_ms
+        with self._lock:
+            self.segments.append(new)
+            self._bases.append(start)
 
     # -- reading ---------------------------------------------------------------------------------
 
+    @storage_errors
     def read(
         self, offset: int, max_bytes: int, *, max_offset: int | None = None
     ) -> bytes | memoryview:
@@ -174,32 +236,36 @@ class Log:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside {self.log_start_offset}..{self.log_end_offset}"
             )
-        i = max(bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1, 0)
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         for segment in self.segments[i:]:
+            if max_offset is not None and segment.base_offset >= max_offset:
+                break
             data = segment.read(max(offset, segment.base_offset), max_bytes, max_offset)
             if data:
                 return data
         return b""
 
     def iter_headers(self, start_segment: int = 0) -> Iterator[BatchHeader]:
+        """Headers of the batches from segment index ``start_segment`` on (reads the files)."""
         for segment in self.segments[start_segment:]:
             for _, header in segment.iter_headers():
                 yield header
 
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(timestamp, offset) of the first batch whose largest timestamp >= ``timestamp_ms``."""
+    @storage_errors
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
+        """(timestamp, offset) of the first record whose timestamp >= ``timestamp_ms``."""
         for segment in self.segments:
             found = segment.find_timestamp(timestamp_ms)
-            if found is not None:
-                return found
+            if found is not None and found[1] >= self.log_start_offset:
+                return TimestampOffset(*found)
         return None
 
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
-        best: tuple[int, int] | None = None
+    def max_timestamp_offset(self) -> TimestampOffset | None:
+        """(largest timestamp, base offset of the batch holding it), from segment metadata."""
+        best: TimestampOffset | None = None
         for segment in self.segments:
-            for _, header in segment.iter_headers():
-                if best is None or header.max_timestamp > best[0]:
-                    best = (header.max_timestamp, header.base_offset)
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best[0]):
+                best = TimestampOffset(segment.max_timestamp, segment.max_timestamp_offset)
         return best
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
@@ -207,70 +273,131 @@ class Log:
 
     # -- shrinking -------------------------------------------------------------------------------
 
+    @storage_errors
     def truncate_to(self, offset: int) -> None:
         """Drop everything at or above ``offset`` (a follower diverged from its leader)."""
         if offset >= self.log_end_offset:
             return
         offset = max(offset, self.log_start_offset)
-        while len(self.segments) > 1 and self.active.base_offset >= offset:
-            self.segments.pop().delete()
-        if self.active.base_offset >= offset:
-            self.active.delete()
-            self.segments[-1] = Segment(self.directory, offset, self.config.index_interval_bytes)
-            self.segments[-1].load(validate=True)
-        else:
-            self.active.truncate_to(offset)
+        with self._lock:
+            while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+                self.segments.pop().delete()
+                self._bases.pop()
+            last = self.segments[-1]
+            if not isinstance(last, ActiveSegment):
+                last.close()
+                last = ActiveSegment(
+                    self.directory, last.base_offset, self.config.index_interval_bytes
+                )
+                last.load(check_crc=False, rebuild_indexes=False)
+                self.segments[-1] = last
+            if last.base_offset >= offset:
+                last.delete()
+                last = ActiveSegment(self.directory, offset, self.config.index_interval_bytes)
+                self.segments[-1] = last
+                self._bases[-1] = offset
+            else:
+                last.truncate_to(offset)
         self.epochs.truncate_from_end(offset)
         self.write_epochs()
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
 
+    @storage_errors
     def apply_retention(self, now_ms: int) -> int:
-        """Delete whole sealed segments past retention.ms or retention.bytes; never data above
-        the high watermark, never the active segment."""
-        deleted = 0
-        total = self.size_bytes
-        while len(self.segments) > 1 and self.segments[1].base_offset <= self._high_watermark:
-            oldest = self.segments[0]
-            too_old = (
-                self.config.retention_ms >= 0
-                and oldest.max_timestamp >= 0
-                and now_ms - oldest.max_timestamp > self.config.retention_ms
-            )
-            too_big = (
-                self.config.retention_bytes >= 0
-                and total - oldest.size >= self.config.retention_bytes
-            )
-            if not (too_old or too_big):
-                break
-            self.segments.pop(0)
-            total -= oldest.size
-            oldest.delete()
-            deleted += 1
-            self.log_start_offset = self.segments[0].base_offset
-        if deleted:
-            self.epochs.truncate_from_start(self.log_start_offset)
-            self.write_epochs()
-        return deleted
+        """Delete whole sealed segments past retention.ms or retention.bytes; never data at or
+        above the high watermark, never the active segment. Returns how many were deleted."""
+        count = retention.segments_to_delete(
+            [retention.SegmentInfo(s.size, s.max_timestamp, s.next_offset) for s in self.segments],
+            self.config,
+            now_ms,
+            self._high_watermark,
+            self.log_start_offset,
+        )
+        self._delete_oldest(count)
+        return count
+
+    @storage_errors
+    def delete_records_before(self, offset: int) -> int:
+        """Advance the log start offset to ``offset`` (DeleteRecords); drops whole segments
+        below it. Returns the new log start offset."""
+        offset = min(offset, self._high_watermark)
+        if offset <= self.log_start_offset:
+            return self.log_start_offset
+        doomed = 0
+        while doomed + 1 < len(self.segments) and self.segments[doomed + 1].base_offset <= offset:
+            doomed += 1
+        self._delete_oldest(doomed)
+        self.log_start_offset = offset
+        self.epochs.truncate_from_start(offset)
+        self.write_epochs()
+        return offset
+
+    def _delete_oldest(self, count: int) -> None:
+        if not count:
+            return
+        with self._lock:
+            doomed = self.segments[:count]
+            del self.segments[:count]
+            del self._bases[:count]
+            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        for segment in doomed:
+            segment.delete()
+        self.epochs.truncate_from_start(self.log_start_offset)
+        self.write_epochs()
 
     # -- durability ------------------------------------------------------------------------------
 
     def write_epochs(self) -> None:
         write_epochs(self.directory / layout.LEADER_EPOCH_CHECKPOINT, self.epochs.entries)
 
+    @storage_errors
     def flush(self) -> None:
-        if self.dirty:
-            self.active.flush()
-            self.dirty = False
-        self.recovery_point = self.log_end_offset
+        """fsync everything appended so far and advance the recovery point to it."""
+        with self._lock:
+            end = self.log_end_offset
+            pending, self._unflushed = self._unflushed, []
+            pending.append(self.active.sync_handle())
+            index_fds = [
+                os.dup(self.active.offset_index.file.fd()),
+                os.dup(self.active.time_index.file.fd()),
+            ]
+        for fd in pending + index_fds:
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._unflushed_messages = 0
+        self.recovery_point = max(self.recovery_point, end)
 
-    def close(self) -> None:
+    @storage_errors
+    def checkpoint(self) -> None:
+        """Flush, then record log start, recovery point and high watermark if they changed."""
         self.flush()
+        offsets = PartitionOffsets(self.log_start_offset, self.recovery_point, self._high_watermark)
+        if offsets != self._checkpointed:
+            write_partition_offsets(self.directory / layout.PARTITION_OFFSETS_CHECKPOINT, offsets)
+            self._checkpointed = offsets
+
+    @storage_errors
+    def close(self) -> None:
+        """Flush, checkpoint and mark the shutdown clean; the log is unusable afterwards."""
+        self.active.finish_time_index()
+        self.checkpoint()
         for segment in self.segments:
             segment.close()
         (self.directory / layout.CLEAN_SHUTDOWN_FILE).touch()
 
-    def delete(self) -> None:
+    def close_uncleanly(self) -> None:
+        """Release descriptors without flushing or marking a clean shutdown (tests, crashes)."""
+        for fd in self._unflushed:
+            os.close(fd)
+        self._unflushed = []
         for segment in self.segments:
             segment.close()
+
+    @storage_errors
+    def delete(self) -> None:
+        """Remove the log's directory and everything in it."""
+        self.close_uncleanly()
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -38,8 +38,7 @@ class LogMachine(RuleBasedStateMachine):
         self.epoch = 0
 
     def teardown(self) -> None:
-        for segment in self.log.segments:
-            segment.close()
+        self.log.close_uncleanly()
         shutil.rmtree(self.root, ignore_errors=True)
 
     @property
@@ -145,14 +144,37 @@ class LogMachine(RuleBasedStateMachine):
         self.start = self.log.log_start_offset
         self.batches = [(b, v) for b, v in self.batches if b >= self.start]
 
+    @rule(data=st.data())
+    def read_below_high_watermark(self, data: st.DataObject) -> None:
+        hw = data.draw(st.integers(min_value=self.start, max_value=self.end))
+        self.log.high_watermark = hw
+        offset = data.draw(st.integers(min_value=self.start, max_value=self.end))
+        raw = self.log.read(offset, data.draw(st.integers(1, 600)), max_offset=hw)
+        got = [h.base_offset for _, h in iter_batches(raw)]
+        assert all(base < hw for base in got)
+        expected = [b for b, v in self.batches if b + len(v) > offset and b < hw]
+        assert got == expected[: len(got)]
+        assert bool(got) == bool(expected)
+        self.log.high_watermark = self.log.log_end_offset
+
+    @rule(data=st.data())
+    def lose_an_index_and_crash(self, data: st.DataObject) -> None:
+        indexes = sorted(self.dir.glob("*.index")) + sorted(self.dir.glob("*.timeindex"))
+        victim = data.draw(st.sampled_from(indexes))
+        self.log.close_uncleanly()
+        if data.draw(st.booleans()):
+            victim.unlink()
+        else:
+            with open(victim, "ab") as f:
+                f.write(b"\x01\x02\x03")
+        self.log = Log.open(self.dir, CONFIG, clean_shutdown_known=data.draw(st.booleans()))
+
     def _reopen(self, *, clean: bool) -> None:
-        start = self.log.log_start_offset
         if clean:
             self.log.close()
         else:
-            for segment in self.log.segments:
-                segment.close()
-        self.log = Log.open(self.dir, CONFIG, log_start_offset=start)
+            self.log.close_uncleanly()
+        self.log = Log.open(self.dir, CONFIG)
 
     @invariant()
     def matches_model(self) -> None:
@@ -166,6 +188,7 @@ class LogMachine(RuleBasedStateMachine):
             got += [(h.base_offset, h.records_count) for h in headers]
             offset = headers[-1].next_offset
         assert got == [(b, len(v)) for b, v in self.batches if b >= self.start]
+        assert self.log._bases == [s.base_offset for s in self.log.segments]
 
 
 TestLogModel = LogMachine.TestCase
