@@ -128,10 +128,12 @@ class Broker:
         self._tasks.append(task)
 
     async def stop(self) -> None:
+        # Stop replicating first: a follower still fetching would be re-admitted to the ISRs
+        # that the controlled shutdown takes it out of.
+        await self.followers.close()
         if self._registered:
             await self._controlled_shutdown()
         await self.kafka.close()
-        await self.followers.close()
         await self.isr.close()
         for task in self._tasks:
             task.cancel()

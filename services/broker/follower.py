@@ -191,8 +191,12 @@ class FollowerManager:
         self.max_wait_ms = max_wait_ms
         self.max_bytes = max_bytes
         self.links: dict[int, FollowerLink] = {}
+        self.stopped = False
 
     def follow(self, partition: Partition, leader: LiveBroker) -> None:
+        if self.stopped:
+            # A broker in controlled shutdown must not catch up and rejoin ISRs it just left.
+            return
         key = (partition.topic, partition.index)
         for broker_id, other in self.links.items():
             if broker_id != leader.id:
@@ -217,6 +221,7 @@ class FollowerManager:
         self.links.pop(link.leader.id, None)
 
     async def close(self) -> None:
+        self.stopped = True
         tasks = [link.task for link in self.links.values() if link.task is not None]
         for task in tasks:
             task.cancel()

@@ -67,6 +67,8 @@ class KafkaServer:
             log.info("closing connection from %s: %s", host, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            pass  # the server is closing; ending this connection is all there is to do
         finally:
             self._connections.discard(task)
             self._on_connection_count(len(self._connections))

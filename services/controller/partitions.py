@@ -193,19 +193,20 @@ class PartitionManager:
     async def on_isr_notifications(self, children: list[str]) -> None:
         def collect(zk: KazooClient) -> set[TopicPartition]:
             found: set[TopicPartition] = set()
+            handled = []
             for child in children:
                 path = IsrChangeNotificationZNode.path(child)
                 try:
                     data, _ = zk.get(path)
                 except NoNodeError:
-                    continue
+                    continue  # handled by an earlier event that listed it too
                 found.update(TopicPartitionsPayload.decode(data, path).partitions)
+                handled.append(path)
             for tp in found:
                 entry = self.ctx.partitions.get(tp)
                 if entry is not None:
                     self._read_state(zk, tp, entry)
-            ops: list[Op] = [op_delete(IsrChangeNotificationZNode.path(c)) for c in children]
-            fenced_commit(zk, self.epoch, ops)
+            fenced_commit(zk, self.epoch, [op_delete(path) for path in handled])
             return found
 
         if children:

@@ -294,8 +294,8 @@ def test_sigterm_moves_leadership_away_before_exit(own_cluster: ClusterHandle) -
     victim = own_cluster.partition_state(topic, 0).leader
     name = f"broker-{victim}"
     own_cluster.local.kill(name, signal.SIGTERM)
-    log_text = Path(own_cluster.local.services[name].log_path).read_text()
-    assert "controlled shutdown complete" in log_text
+    # The victim may still lead single-replica partitions of other tests; this topic's
+    # partitions all have other in-sync replicas, so all of them must have moved.
     for p in range(3):
         state = own_cluster.partition_state(topic, p)
         assert state.leader not in (victim, -1)
