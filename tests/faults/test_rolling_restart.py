@@ -11,39 +11,14 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer
 from tests.integration.conftest import ClusterHandle
 
 pytestmark = pytest.mark.faults
 
 PARTITIONS = 6
-
-
-@pytest.fixture
-def fault_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
-    zk = ZooKeeperServer(tmp_path / "zk")
-    zk.start()
-    local = LocalCluster(
-        tmp_path / "cluster",
-        brokers=3,
-        controllers=2,
-        zookeeper=zk.connect_string,
-        broker_env={"PAFKA_BROKER_REPLICA_LAG_TIME_MAX_MS": "5000"},
-    )
-    local.start()
-    handle = ClusterHandle(local, zk.connect_string)
-    try:
-        yield handle
-    finally:
-        handle.close()
-        local.stop()
-        zk.stop()
 
 
 def test_rolling_restart_loses_no_acknowledged_write(fault_cluster: ClusterHandle) -> None:

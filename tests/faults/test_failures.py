@@ -1,0 +1,136 @@
+"""Fault cases on real processes, each under the produce-consume-validate workload."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from tests.faults.workload import PARTITIONS, Workload
+from tests.integration.conftest import ClusterHandle
+
+pytestmark = pytest.mark.faults
+
+
+def _leader(cluster: ClusterHandle, topic: str, partition: int = 0) -> int:
+    return cluster.partition_state(topic, partition).leader
+
+
+def _wait_isr(cluster: ClusterHandle, topic: str, size: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while any(len(cluster.partition_state(topic, p).isr) < size for p in range(PARTITIONS)):
+        assert time.monotonic() < deadline, f"ISR did not reach {size}"
+        time.sleep(0.2)
+
+
+def test_leader_kill_9_repeatedly(fault_cluster: ClusterHandle) -> None:
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    workload.start()
+    try:
+        for _ in range(3):
+            time.sleep(2)
+            victim = _leader(fault_cluster, workload.topic)
+            print(f"kill -9 leader broker {victim}")
+            fault_cluster.local.kill(f"broker-{victim}", signal.SIGKILL)
+            time.sleep(3)
+            fault_cluster.local.restart(f"broker-{victim}")
+            _wait_isr(fault_cluster, workload.topic, 3)
+    finally:
+        workload.stop()
+    workload.validate("leader kill -9 x3")
+
+
+def test_follower_dies_and_returns(fault_cluster: ClusterHandle) -> None:
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    leader = _leader(fault_cluster, workload.topic)
+    follower = next(b for b in fault_cluster.partition_state(workload.topic, 0).isr if b != leader)
+    workload.start()
+    try:
+        time.sleep(2)
+        print(f"kill -9 follower broker {follower}")
+        fault_cluster.local.kill(f"broker-{follower}", signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while follower in fault_cluster.partition_state(workload.topic, 0).isr:
+            assert time.monotonic() < deadline, "the ISR did not shrink"
+            time.sleep(0.2)
+        time.sleep(2)
+        fault_cluster.local.restart(f"broker-{follower}")
+        _wait_isr(fault_cluster, workload.topic, 3)
+    finally:
+        workload.stop()
+    workload.validate("follower down and back")
+
+
+def test_two_replicas_down_refuses_then_recovers(fault_cluster: ClusterHandle) -> None:
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    leader = _leader(fault_cluster, workload.topic)
+    others = [b for b in fault_cluster.broker_ids() if b != leader]
+    workload.start()
+    try:
+        time.sleep(2)
+        for b in others:
+            print(f"kill -9 broker {b}")
+            fault_cluster.local.kill(f"broker-{b}", signal.SIGKILL)
+        time.sleep(12)
+        acked_while_down = sum(map(len, workload.acked.values()))
+        time.sleep(3)
+        assert sum(map(len, workload.acked.values())) == acked_while_down, (
+            "acks=all writes were acknowledged with one replica alive"
+        )
+        fault_cluster.local.restart(f"broker-{others[0]}")
+        deadline = time.monotonic() + 60
+        while sum(map(len, workload.acked.values())) == acked_while_down:
+            assert time.monotonic() < deadline, "writes did not resume when a replica returned"
+            time.sleep(0.5)
+        fault_cluster.local.restart(f"broker-{others[1]}")
+        _wait_isr(fault_cluster, workload.topic, 3)
+    finally:
+        workload.stop()
+    workload.validate("two of three replicas down")
+
+
+def test_paused_leader_cannot_acknowledge_as_a_zombie(fault_cluster: ClusterHandle) -> None:
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    workload.start()
+    try:
+        time.sleep(2)
+        victim = _leader(fault_cluster, workload.topic)
+        name = f"broker-{victim}"
+        print(f"SIGSTOP leader broker {victim} past its session timeout")
+        fault_cluster.local.kill(name, signal.SIGSTOP)
+        time.sleep(10)
+        fault_cluster.local.send_signal(fault_cluster.local.services[name], signal.SIGCONT)
+        _wait_isr(fault_cluster, workload.topic, 3)
+    finally:
+        workload.stop()
+    workload.validate("leader paused past its session")
+
+
+def test_active_controller_killed_during_elections(fault_cluster: ClusterHandle) -> None:
+    from kazoo.client import KazooClient
+
+    from pafka.zk.znodes import ControllerZNode
+
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    workload.start()
+    zk: KazooClient = fault_cluster.zk
+    try:
+        time.sleep(2)
+        victim = _leader(fault_cluster, workload.topic)
+        active = ControllerZNode.decode(zk.get(ControllerZNode.path())[0]).controller_id
+        print(f"kill -9 leader broker {victim} and active controller {active}")
+        fault_cluster.local.kill(f"broker-{victim}", signal.SIGKILL)
+        fault_cluster.local.kill(f"controller-{active}", signal.SIGKILL)
+        time.sleep(10)
+        fault_cluster.local.restart(f"controller-{active}")
+        fault_cluster.local.restart(f"broker-{victim}")
+        _wait_isr(fault_cluster, workload.topic, 3)
+    finally:
+        workload.stop()
+    workload.validate("controller killed during elections")

@@ -1,0 +1,163 @@
+"""A produce-consume-validate workload for fault injection (Jepsen-style checks, simplified).
+
+Producers use acks=all with idempotence on an RF=3, min ISR 2 topic. Every send has a unique
+value; the workload records what was acknowledged and what failed. Validation reads the whole
+topic back and checks: no acknowledged record is missing, no value appears twice, no failed
+send is ever read, offsets only grow per partition, and every replica of each partition holds
+the same bytes up to the high watermark.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.integration.conftest import ClusterHandle
+
+PARTITIONS = 3
+
+
+def _indeterminate_codes() -> frozenset[int]:
+    from confluent_kafka import KafkaError
+
+    return frozenset(
+        {KafkaError._MSG_TIMED_OUT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT}
+    )
+
+
+INDETERMINATE = _indeterminate_codes()
+
+
+@dataclass
+class Workload:
+    cluster: ClusterHandle
+    topic: str = field(default_factory=lambda: f"faults-{uuid.uuid4().hex[:6]}")
+    acked: dict[int, list[tuple[int, bytes]]] = field(default_factory=dict)
+    failed: set[bytes] = field(default_factory=set)
+    indeterminate: set[bytes] = field(default_factory=set)
+    sent: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def create_topic(self) -> None:
+        self.cluster.create_topic(
+            self.topic,
+            partitions=PARTITIONS,
+            replication_factor=3,
+            config={"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
+        )
+
+    def start(self, rate_per_s: int = 500) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer(
+            {
+                "bootstrap.servers": self.cluster.bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 20_000,
+                "request.timeout.ms": 5_000,
+            }
+        )
+
+        def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
+            with self._lock:
+                if err is None:
+                    self.acked.setdefault(msg.partition(), []).append((msg.offset(), msg.value()))
+                elif err.code() in INDETERMINATE:
+                    # A timed-out send may or may not have been written (Jepsen's "info").
+                    self.indeterminate.add(msg.value())
+                else:
+                    self.failed.add(msg.value())
+
+        def run() -> None:
+            interval = 1.0 / rate_per_s
+            while not self._stop.is_set():
+                value = f"v{self.sent:08d}".encode()
+                producer.produce(self.topic, value=value, on_delivery=delivered)
+                self.sent += 1
+                producer.poll(0)
+                time.sleep(interval)
+            producer.flush(60)
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(90)
+
+    def read_all(self, timeout_s: float = 60) -> dict[int, list[tuple[int, bytes]]]:
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(bootstrap_servers=self.cluster.bootstrap, enable_auto_commit=False)
+        tps = [TopicPartition(self.topic, p) for p in range(PARTITIONS)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        end = consumer.end_offsets(tps)
+        got: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < end[tp] for tp in tps):
+            assert time.monotonic() < deadline, "could not read the topic back"
+            for tp, records in consumer.poll(timeout_ms=1000).items():
+                got[tp.partition].extend((r.offset, r.value) for r in records)
+        consumer.close()
+        return got
+
+    def validate(self, what: str) -> None:
+        got = self.read_all()
+        read_values = [v for records in got.values() for _, v in records]
+        acked_values = {v for records in self.acked.values() for _, v in records}
+        missing = acked_values - set(read_values)
+        duplicated = len(read_values) - len(set(read_values))
+        unknown_offsets = sum(o is None for records in self.acked.values() for o, _ in records)
+        phantom = self.failed & set(read_values)
+        print(
+            f"[{what}] sent={self.sent} acknowledged={len(acked_values)} failed={len(self.failed)} "
+            f"timed-out={len(self.indeterminate)} "
+            f"read={len(read_values)} lost={len(missing)} duplicated={duplicated} "
+            f"failed-but-read={len(phantom)} acks-without-offset={unknown_offsets}"
+        )
+        assert not missing, f"acknowledged records lost: {sorted(missing)[:5]}"
+        assert duplicated == 0, "a value was read twice"
+        assert not phantom, f"records from failed sends were read: {sorted(phantom)[:5]}"
+        for p, records in got.items():
+            offsets = [o for o, _ in records]
+            assert offsets == sorted(set(offsets)), f"partition {p}: offsets went backwards"
+            by_offset = dict(records)
+            for offset, value in self.acked.get(p, []):
+                assert by_offset.get(offset) == value, (
+                    f"partition {p} offset {offset} holds another value"
+                )
+        self.check_replicas_identical()
+
+    def check_replicas_identical(self, timeout_s: float = 30) -> None:
+        """Every replica's log bytes agree up to the high watermark (after replicas catch up)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            mismatched = [p for p in range(PARTITIONS) if not self._replicas_agree(p)]
+            if not mismatched:
+                return
+            assert time.monotonic() < deadline, f"replicas differ for partitions {mismatched}"
+            time.sleep(0.5)
+
+    def _replicas_agree(self, partition: int) -> bool:
+        state = self.cluster.partition_state(self.topic, partition)
+        if len(state.isr) < 3:
+            return False
+        contents = []
+        for broker in self.cluster.local.brokers():
+            directory = Path(broker.data_dir) / f"{self.topic}-{partition}"
+            data = b""
+            for segment in sorted(directory.glob("*.log")):
+                data += segment.read_bytes()
+            contents.append(data)
+        # Compare the common prefix: the leader may have appended past what followers hold.
+        shortest = min(len(c) for c in contents)
+        return shortest > 0 and all(c[:shortest] == contents[0][:shortest] for c in contents)
