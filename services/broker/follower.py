@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass, field
 
 from pafka.control.messages import LiveBroker
-from pafka.errors import KafkaApiError, ProtocolError, for_code
+from pafka.errors import KafkaApiError, PafkaError, ProtocolError, for_code
 from pafka.protocol.messages import decode_response, encode_request, request_class
 from pafka.protocol.versions import ApiKey
 from services.broker.partition import Partition
@@ -69,6 +69,10 @@ class FollowerLink:
                     await self._fetch(reader, writer)
             except (OSError, asyncio.IncompleteReadError, ProtocolError) as exc:
                 log.info("fetching from leader %d failed: %s", self.leader.id, exc)
+                await asyncio.sleep(RETRY_DELAY_S)
+            except Exception:
+                # Never let one bad response end replication from this leader for good.
+                log.exception("fetcher for leader %d failed", self.leader.id)
                 await asyncio.sleep(RETRY_DELAY_S)
             finally:
                 writer.close()
@@ -180,7 +184,12 @@ class FollowerLink:
                     self.needs_truncation.add(key)
                     await asyncio.sleep(RETRY_DELAY_S)
                 else:
-                    partition.append_as_follower(data.records or b"", data.high_watermark)
+                    try:
+                        partition.append_as_follower(data.records or b"", data.high_watermark)
+                    except PafkaError as exc:
+                        # Diverged or damaged: find the common point with the leader again.
+                        log.warning("%r: follower append failed: %s", partition, exc)
+                        self.needs_truncation.add(key)
 
 
 class FollowerManager:
