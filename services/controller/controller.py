@@ -26,6 +26,7 @@ from pafka.zk.znodes import (
     ISR_CHANGE_NOTIFICATION,
     ControllerZNode,
     PreferredReplicaElectionZNode,
+    TopicConfigZNode,
     TopicPartitionsPayload,
     TopicZNode,
 )
@@ -109,11 +110,19 @@ class Controller:
             if topic not in self._watched_topics:
                 self._watched_topics.add(topic)
                 self.zk.watch_data(TopicZNode.path(topic), self._topic_watcher(topic))
+                self.zk.watch_data(TopicConfigZNode.path(topic), self._config_watcher(topic))
         await self._enqueue("topics", children)
 
     def _topic_watcher(self, topic: str) -> Callable[[bytes | None], Awaitable[None]]:
         async def changed(data: bytes | None) -> None:
             await self._enqueue("topic_data", (topic, data))
+
+        return changed
+
+    def _config_watcher(self, topic: str) -> Callable[[bytes | None], Awaitable[None]]:
+        async def changed(data: bytes | None) -> None:
+            if data is not None:
+                await self._enqueue("topic_config", (topic, data))
 
         return changed
 
@@ -239,6 +248,9 @@ class Controller:
             topic, data = event.payload
             if data is not None:
                 await manager.on_topic_data(topic, data)
+        elif event.kind == "topic_config":
+            topic, data = event.payload
+            await manager.on_topic_config(topic, data)
         elif event.kind == "delete":
             await manager.on_delete_requests(list(event.payload))
         elif event.kind == "isr":

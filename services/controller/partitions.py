@@ -27,7 +27,7 @@ from pafka.cluster.states import ReplicaState as RState
 from pafka.cluster.states import partition_transition, replica_transition
 from pafka.cluster.topic_config import parse_topic_config
 from pafka.control.messages import LeaderAndIsr, StopReplica, UpdateMetadata
-from pafka.errors import InvalidConfigError, ZkBadVersionError
+from pafka.errors import CoordinationError, InvalidConfigError, ZkBadVersionError
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import (
     BROKER_IDS,
@@ -189,6 +189,22 @@ class PartitionManager:
         if added:
             log.info("topic %s grows to %d partitions", topic, len(node.partitions))
             self._broadcast(await self._settle(sorted(added)))
+
+    async def on_topic_config(self, topic: str, data: bytes) -> None:
+        """Track unclean.leader.election.enable; enabling it may bring offline partitions back."""
+        if topic not in self.ctx.topic_ids:
+            return
+        try:
+            config = parse_topic_config(TopicConfigZNode.decode(topic, data).config)
+        except (InvalidConfigError, CoordinationError) as exc:
+            log.warning("ignoring invalid config of topic %s: %s", topic, exc)
+            return
+        if not config.unclean_leader_election_enable:
+            self.ctx.unclean_topics.discard(topic)
+            return
+        if topic not in self.ctx.unclean_topics:
+            self.ctx.unclean_topics.add(topic)
+            self._broadcast(await self._settle(self.ctx.topic_partitions(topic)))
 
     async def on_isr_notifications(self, children: list[str]) -> None:
         def collect(zk: KazooClient) -> set[TopicPartition]:

@@ -134,3 +134,24 @@ def test_active_controller_killed_during_elections(fault_cluster: ClusterHandle)
     finally:
         workload.stop()
     workload.validate("controller killed during elections")
+
+
+def test_all_isr_members_down_stays_offline_then_recovers(fault_cluster: ClusterHandle) -> None:
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    workload.start()
+    try:
+        time.sleep(2)
+        print("kill -9 every broker")
+        for b in fault_cluster.broker_ids():
+            fault_cluster.local.kill(f"broker-{b}", signal.SIGKILL)
+        time.sleep(10)
+        states = [fault_cluster.partition_state(workload.topic, p) for p in range(PARTITIONS)]
+        assert all(s.leader == -1 for s in states), "no unclean election may happen"
+        for b in (1, 2, 3):
+            fault_cluster.local.restart(f"broker-{b}")
+        _wait_isr(fault_cluster, workload.topic, 3, timeout_s=90)
+        time.sleep(2)
+    finally:
+        workload.stop()
+    workload.validate("all replicas down and back")
