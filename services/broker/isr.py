@@ -38,9 +38,10 @@ def write_isr(
         data, current = zk.get(path)
         held = PartitionState.decode(partition.topic, partition.index, data)
         log.info("%r: ISR write lost to a newer state %s", partition, held)
-        return (held.isr if held.leader_epoch == partition.leader_epoch else partition.isr), (
-            current.version if held.leader_epoch == partition.leader_epoch else partition.zk_version
-        )
+        if held.leader_epoch != partition.leader_epoch:
+            # A new leadership term; the controller's LeaderAndIsr will say what to do.
+            return partition.isr, partition.zk_version
+        return held.isr, current.version
     payload = TopicPartitionsPayload(((partition.topic, partition.index),)).encode()
     zk.create(IsrChangeNotificationZNode.path_prefix(), payload, sequence=True)
     return isr, stat.version

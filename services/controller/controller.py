@@ -189,6 +189,7 @@ class Controller:
         self.partitions = None
         self.generation += 1
         self.metrics.active.set(0)
+        self.metrics.unbind()
         await self._drop_channels()
 
     async def _drop_channels(self) -> None:

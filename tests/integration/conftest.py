@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 from pafka.admin import topics as admin
 from pafka.local.cluster import LocalCluster
 from pafka.local.zookeeper import ZooKeeperServer
-from pafka.zk.znodes import BrokerInfo, PartitionState
+from pafka.zk.znodes import BROKER_IDS, BrokerInfo, PartitionState
 
 
 class ClusterHandle:
@@ -38,7 +38,7 @@ class ClusterHandle:
         self.zk.close()
 
     def broker_ids(self) -> list[int]:
-        return sorted(int(b) for b in self.zk.get_children(BrokerInfo.path(0).rsplit("/", 1)[0]))
+        return sorted(int(b) for b in self.zk.get_children(BROKER_IDS))
 
     def broker_address(self, broker_id: int) -> tuple[str, int]:
         data, _ = self.zk.get(BrokerInfo.path(broker_id))
