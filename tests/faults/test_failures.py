@@ -155,3 +155,50 @@ def test_all_isr_members_down_stays_offline_then_recovers(fault_cluster: Cluster
     finally:
         workload.stop()
     workload.validate("all replicas down and back")
+
+
+def test_back_to_back_leader_failures(fault_cluster: ClusterHandle) -> None:
+    """KIP-101/279: the leader dies, its successor dies soon after, both return; logs that
+    diverged converge by leader-epoch truncation, losing nothing acknowledged."""
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    workload.start()
+    try:
+        time.sleep(2)
+        first = _leader(fault_cluster, workload.topic)
+        print(f"kill -9 leader broker {first}")
+        fault_cluster.local.kill(f"broker-{first}", signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _leader(fault_cluster, workload.topic) in (first, -1):
+            assert time.monotonic() < deadline, "no new leader"
+            time.sleep(0.1)
+        second = _leader(fault_cluster, workload.topic)
+        time.sleep(0.5)
+        print(f"kill -9 the next leader broker {second}")
+        fault_cluster.local.kill(f"broker-{second}", signal.SIGKILL)
+        time.sleep(3)
+        fault_cluster.local.restart(f"broker-{first}")
+        fault_cluster.local.restart(f"broker-{second}")
+        _wait_isr(fault_cluster, workload.topic, 3, timeout_s=90)
+        time.sleep(2)
+    finally:
+        workload.stop()
+    workload.validate("back-to-back leader failures")
+
+
+def test_zookeeper_restart_during_the_workload(fault_cluster: ClusterHandle) -> None:
+    workload = Workload(fault_cluster)
+    workload.create_topic()
+    workload.start()
+    zk = fault_cluster.zookeeper_server  # type: ignore[attr-defined]
+    try:
+        time.sleep(2)
+        print("restart ZooKeeper")
+        zk.stop()
+        time.sleep(2)
+        zk.start()
+        time.sleep(8)
+        _wait_isr(fault_cluster, workload.topic, 3, timeout_s=60)
+    finally:
+        workload.stop()
+    workload.validate("ZooKeeper restarted")
