@@ -363,6 +363,14 @@ class InvalidRecordError(KafkaApiError):
     http_status = 400
 
 
+class ReassignmentInProgressError(KafkaApiError):
+    """A partition reassignment is already in progress."""
+
+    code = 60
+    http_status = 409
+    retriable = True
+
+
 class UnknownTopicIdError(KafkaApiError):
     """This server does not know the topic id."""
 

@@ -28,6 +28,7 @@ from pafka.cluster.topic_config import parse_topic_config
 from pafka.errors import (
     InvalidPartitionsError,
     InvalidReplicationFactorError,
+    ReassignmentInProgressError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
@@ -40,6 +41,7 @@ from pafka.zk.znodes import (
     DeleteTopicZNode,
     PartitionState,
     PreferredReplicaElectionZNode,
+    ReassignmentZNode,
     TopicConfigZNode,
     TopicPartitionsPayload,
     TopicZNode,
@@ -208,3 +210,23 @@ def describe_topic(zk: KazooClient, name: str) -> TopicDescription:
 def request_preferred_election(zk: KazooClient, partitions: list[tuple[str, int]]) -> None:
     payload = TopicPartitionsPayload(tuple(partitions)).encode()
     zk.create(PreferredReplicaElectionZNode.path(), payload, makepath=True)
+
+
+def reassign_partitions(
+    zk: KazooClient, targets: Mapping[tuple[str, int], tuple[int, ...]]
+) -> None:
+    """Request that partitions move to new replica lists; one request at a time, as in Kafka."""
+    brokers = {b.id for b in live_brokers(zk)}
+    for (topic, partition), replicas in targets.items():
+        node, _ = read_topic(zk, topic)
+        if partition not in node.partitions:
+            raise UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
+        validate_manual_assignment({0: replicas}, brokers)
+    try:
+        zk.create(
+            ReassignmentZNode.path(), ReassignmentZNode(dict(targets)).encode(), makepath=True
+        )
+    except NodeExistsError:
+        raise ReassignmentInProgressError(
+            "a partition reassignment is already in progress"
+        ) from None

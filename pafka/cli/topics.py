@@ -41,7 +41,12 @@ def register(sub: Any) -> None:
     alter.add_argument("topic")
     alter.add_argument("--partitions", type=int)
     alter.add_argument("--config", action="append", metavar="KEY=VALUE")
+    reassign = verbs.add_parser("reassign", help="move a partition to new replicas")
+    reassign.add_argument("topic")
+    reassign.add_argument("--partition", type=int, required=True)
+    reassign.add_argument("--replicas", required=True, help="broker ids, e.g. 1,2,3")
     for p, handler in (
+        (reassign, reassign_partition),
         (create, create_topic),
         (list_, list_topics),
         (describe, describe_topics),
@@ -167,4 +172,20 @@ def alter_topic(args: argparse.Namespace) -> int:
             overrides = {**admin.topic_overrides(zk, args.topic), **_configs(args.config)}
             admin.alter_topic_config(zk, args.topic, overrides)
             print(f'Updated the configs of topic "{args.topic}".')
+    return 0
+
+
+def reassign_partition(args: argparse.Namespace) -> int:
+    target = resolve(args)
+    if target.zookeeper is None:
+        raise ConfigError("reassign writes ZooKeeper; give --zookeeper")
+    try:
+        replicas = tuple(int(b) for b in args.replicas.split(","))
+    except ValueError:
+        raise ConfigError(
+            f"--replicas takes comma-separated broker ids, got {args.replicas!r}"
+        ) from None
+    with zookeeper(target.zookeeper) as zk:
+        admin.reassign_partitions(zk, {(args.topic, args.partition): replicas})
+    print(f"Reassignment of {args.topic}-{args.partition} to {list(replicas)} started.")
     return 0

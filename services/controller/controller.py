@@ -26,6 +26,7 @@ from pafka.zk.znodes import (
     ISR_CHANGE_NOTIFICATION,
     ControllerZNode,
     PreferredReplicaElectionZNode,
+    ReassignmentZNode,
     TopicConfigZNode,
     TopicPartitionsPayload,
     TopicZNode,
@@ -35,6 +36,7 @@ from services.controller.context import ControllerContext
 from services.controller.fencing import Epoch, try_elect
 from services.controller.metrics import ControllerMetrics
 from services.controller.partitions import PartitionManager
+from services.controller.reassignment import Reassignments
 from services.controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class Controller:
         self.epoch: Epoch | None = None
         self.context: ControllerContext | None = None
         self.partitions: PartitionManager | None = None
+        self.reassignments: Reassignments | None = None
         self.channels: dict[int, BrokerChannel] = {}
         self.generation = 0
         self.connected = False
@@ -89,6 +92,7 @@ class Controller:
         self.zk.watch_children(DELETE_TOPICS, lambda c: self._enqueue("delete", c))
         self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda c: self._enqueue("isr", c))
         self.zk.watch_data(PreferredReplicaElectionZNode.path(), self._on_preferred_request)
+        self.zk.watch_data(ReassignmentZNode.path(), lambda d: self._enqueue("reassign", d))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -175,6 +179,10 @@ class Controller:
         for broker in context.brokers.values():
             self._channel(broker.id, broker.control_url)
         await self.partitions.on_startup()
+        self.reassignments = Reassignments(self.partitions)
+        pending_reassignment = await self.zk.get(ReassignmentZNode.path())
+        if pending_reassignment is not None:
+            await self.reassignments.on_request(pending_reassignment[0])
         self.metrics.bind(context)
         pending = await self.zk.get(PreferredReplicaElectionZNode.path())
         if pending is not None:
@@ -187,6 +195,7 @@ class Controller:
         self.epoch = None
         self.context = None
         self.partitions = None
+        self.reassignments = None
         self.generation += 1
         self.metrics.active.set(0)
         self.metrics.unbind()
@@ -256,6 +265,10 @@ class Controller:
             await manager.on_delete_requests(list(event.payload))
         elif event.kind == "isr":
             await manager.on_isr_notifications(list(event.payload))
+            if self.reassignments is not None:
+                await self.reassignments.check()
+        elif event.kind == "reassign" and self.reassignments is not None:
+            await self.reassignments.on_request(event.payload)
         elif event.kind == "shutdown":
             broker_id, done = event.payload
             if not done.done():

@@ -306,3 +306,24 @@ def test_sigterm_moves_leadership_away_before_exit(own_cluster: ClusterHandle) -
         30,
         "the broker to rejoin the ISR",
     )
+
+
+def test_partition_reassignment_moves_replicas_and_data(own_cluster: ClusterHandle) -> None:
+    topic = f"reassign-{uuid.uuid4().hex[:6]}"
+    admin.create_topic(own_cluster.zk, topic, 1, 2, {}, assignment={0: (1, 2)})
+    own_cluster.wait_for_leaders(topic, 1)
+    values = [f"m{i}".encode() for i in range(300)]
+    _produce(own_cluster, topic, values)
+
+    admin.reassign_partitions(own_cluster.zk, {(topic, 0): (3, 2)})
+    _wait(lambda: own_cluster.zk.exists("/admin/reassign_partitions") is None, 60, "completion")
+    data, _ = own_cluster.zk.get(f"/brokers/topics/{topic}")
+    assert json.loads(data)["partitions"]["0"] == [3, 2]
+    state = own_cluster.partition_state(topic, 0)
+    assert set(state.isr) == {2, 3} and state.leader in (2, 3)
+    _wait(
+        lambda: not (Path(own_cluster.local.broker(1).data_dir) / f"{topic}-0").exists(),
+        20,
+        "the old replica's data to be deleted",
+    )
+    assert _consume_all(own_cluster, topic, 1) == values
