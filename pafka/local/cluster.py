@@ -157,9 +157,14 @@ class LocalCluster:
             self.zookeeper.port = preferred
             self.zookeeper.start(detach=detach)
             self.zookeeper_connect = self.zookeeper.connect_string
-        for service in self.services.values():
-            self._spawn(service, detach=detach)
-        self.wait_ready(timeout_s)
+        try:
+            for service in self.services.values():
+                self._spawn(service, detach=detach)
+            self.wait_ready(timeout_s)
+        except BaseException:
+            # Leave nothing running behind a failed start.
+            self.stop()
+            raise
         self.write_state()
 
     def _environment(self, service: ServiceProcess) -> dict[str, str]:
@@ -302,7 +307,7 @@ class LocalCluster:
             "zookeeper": self.zookeeper_connect,
             "zookeeper_pid": self.zookeeper.process.pid
             if self.zookeeper and self.zookeeper.process
-            else None,
+            else self._zookeeper_pid,
             "zookeeper_dir": str(self.zookeeper.data_dir) if self.zookeeper else None,
             "services": [asdict(s) for s in self.services.values()],
             "endpoints": self.endpoints(),
