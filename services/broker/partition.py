@@ -231,6 +231,18 @@ class Partition:
         self.log.truncate_to(offset)
         self.producers.truncate_to(offset)
 
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Fence requests made against another leader epoch (KIP-320); -1 means unknown."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(
+                f"leader epoch {current_leader_epoch} is older than {self.leader_epoch}"
+            )
+        raise UnknownLeaderEpochError(
+            f"leader epoch {current_leader_epoch} is newer than {self.leader_epoch}"
+        )
+
     def read_for_follower(
         self, follower: int, offset: int, max_bytes: int, current_leader_epoch: int
     ) -> ReadResult:
@@ -238,15 +250,7 @@ class Partition:
         self.ensure_leader()
         if follower not in self.replicas:
             raise NotLeaderOrFollowerError(f"broker {follower} is not a replica of {self!r}")
-        if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
-            error = (
-                FencedLeaderEpochError
-                if current_leader_epoch < self.leader_epoch
-                else (UnknownLeaderEpochError)
-            )
-            raise error(
-                f"{self!r} is at leader epoch {self.leader_epoch}, not {current_leader_epoch}"
-            )
+        self.check_leader_epoch(current_leader_epoch)
         self.on_follower_fetch(follower, offset, int(time.time() * 1000))
         return self.read(offset, max_bytes, up_to_high_watermark=False)
 

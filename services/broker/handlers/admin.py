@@ -29,7 +29,7 @@ BROKER_RESOURCE = 4
 POLL_INTERVAL_S = 0.05
 
 
-async def _wait_for(ctx: RequestContext, done: Callable[[], bool], timeout_ms: int) -> None:
+async def _wait_for(done: Callable[[], bool], timeout_ms: int) -> None:
     deadline = time.monotonic() + max(timeout_ms, 0) / 1000
     while not done():
         if time.monotonic() >= deadline:
@@ -81,9 +81,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 bool(request.validate_only),
             )
             if not request.validate_only:
-                await _wait_for(
-                    ctx, _has_leaders(ctx, t.name, len(node.partitions)), request.timeout_ms
-                )
+                await _wait_for(_has_leaders(ctx, t.name, len(node.partitions)), request.timeout_ms)
             results.append(
                 result_cls(
                     name=t.name,
@@ -115,7 +113,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             if not broker.settings.delete_topic_enable:
                 raise TopicDeletionDisabledError()
             await broker.zk.run(admin.delete_topic, broker.zk.kazoo, name)
-            await _wait_for(ctx, _is_gone(ctx, name), request.timeout_ms)
+            await _wait_for(_is_gone(ctx, name), request.timeout_ms)
             results.append(result_cls(name=name, error_code=0))
         except PafkaError as exc:
             results.append(result_cls(name=name, error_code=exc.code, error_message=exc.message))
@@ -137,7 +135,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
                 await broker.zk.run(
                     admin.add_partitions, broker.zk.kazoo, t.name, t.count, assignment
                 )
-                await _wait_for(ctx, _has_leaders(ctx, t.name, t.count), request.timeout_ms)
+                await _wait_for(_has_leaders(ctx, t.name, t.count), request.timeout_ms)
             results.append(result_cls(name=t.name, error_code=0))
         except PafkaError as exc:
             results.append(result_cls(name=t.name, error_code=exc.code, error_message=exc.message))

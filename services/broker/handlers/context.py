@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from services.broker.broker import Broker
@@ -17,10 +17,3 @@ class RequestContext:
     client_id: str | None
     client_host: str
     broker: Broker
-
-
-def response_for(ctx: RequestContext, **fields: Any) -> Any:
-    """A response object of the request's API at the request's version."""
-    from pafka.protocol.messages import response_class
-
-    return response_class(ctx.api_key, ctx.api_version)(**fields)

@@ -16,7 +16,6 @@ from typing import Any
 from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
 from pafka.protocol.messages import response_class
 from services.broker.handlers.context import RequestContext
-from services.broker.handlers.offsets import check_leader_epoch
 from services.broker.notify import Notifier, wait_any
 from services.broker.partition import ReadResult
 
@@ -40,7 +39,7 @@ def _read_one(
     broker = ctx.broker
     partition = broker.replicas.leader_partition(item.topic, item.index)
     if replica_id < 0:
-        check_leader_epoch(partition, item.current_leader_epoch)
+        partition.check_leader_epoch(item.current_leader_epoch)
         return partition.read(item.offset, limit, up_to_high_watermark=True)
     result = partition.read_for_follower(replica_id, item.offset, limit, item.current_leader_epoch)
     broker.isr.maybe_expand(partition)

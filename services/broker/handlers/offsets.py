@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pafka.errors import FencedLeaderEpochError, PafkaError, UnknownLeaderEpochError
+from pafka.errors import PafkaError
 from pafka.protocol.messages import response_class
 from services.broker.handlers.context import RequestContext
 from services.broker.partition import Partition
@@ -13,20 +13,6 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 NO_EPOCH = -1
-
-
-def check_leader_epoch(partition: Partition, current_leader_epoch: int) -> None:
-    """Fence requests made against another leader epoch (KIP-320)."""
-    if current_leader_epoch == NO_EPOCH:
-        return
-    if current_leader_epoch < partition.leader_epoch:
-        raise FencedLeaderEpochError(
-            f"leader epoch {current_leader_epoch} is older than {partition.leader_epoch}"
-        )
-    if current_leader_epoch > partition.leader_epoch:
-        raise UnknownLeaderEpochError(
-            f"leader epoch {current_leader_epoch} is newer than {partition.leader_epoch}"
-        )
 
 
 def _lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
@@ -56,7 +42,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions:
             try:
                 partition = ctx.broker.replicas.leader_partition(t.name, p.partition_index)
-                check_leader_epoch(partition, int(getattr(p, "current_leader_epoch", NO_EPOCH)))
+                partition.check_leader_epoch(int(getattr(p, "current_leader_epoch", NO_EPOCH)))
                 ts, offset = _lookup(partition, int(p.timestamp))
                 parts.append(
                     part_cls(
@@ -83,7 +69,7 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> A
         for p in t.partitions:
             try:
                 partition = ctx.broker.replicas.leader_partition(t.topic, p.partition)
-                check_leader_epoch(partition, int(getattr(p, "current_leader_epoch", NO_EPOCH)))
+                partition.check_leader_epoch(int(getattr(p, "current_leader_epoch", NO_EPOCH)))
                 epoch, end_offset = partition.log.end_offset_for_epoch(int(p.leader_epoch))
                 parts.append(
                     part_cls(
