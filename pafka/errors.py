@@ -103,6 +103,13 @@ class UnknownServerError(KafkaApiError):
     code = -1
 
 
+class OffsetMetadataTooLargeError(KafkaApiError):
+    """The metadata committed with an offset is larger than the coordinator accepts."""
+
+    code = 12
+    http_status = 413
+
+
 class OffsetOutOfRangeError(KafkaApiError):
     """The requested offset is not within the range of offsets kept by the server."""
 
@@ -164,6 +171,14 @@ class StaleControllerEpochError(KafkaApiError):
     http_status = 409
 
 
+class CoordinatorLoadInProgressError(KafkaApiError):
+    """The coordinator is loading the group's state; retry shortly."""
+
+    code = 14
+    http_status = 503
+    retriable = True
+
+
 class CoordinatorNotAvailableError(KafkaApiError):
     """The coordinator is not available."""
 
@@ -201,6 +216,83 @@ class NotEnoughReplicasAfterAppendError(KafkaApiError):
     code = 20
     http_status = 503
     retriable = True
+
+
+class IllegalGenerationError(KafkaApiError):
+    """The generation is not the group's current one (or the member does not own the partition)."""
+
+    code = 22
+    http_status = 409
+
+
+class InconsistentGroupProtocolError(KafkaApiError):
+    """The group's protocol type or protocols do not match the member's."""
+
+    code = 23
+    http_status = 409
+
+
+class InvalidGroupIdError(KafkaApiError):
+    """The group id is empty or not usable as a name."""
+
+    code = 24
+    http_status = 400
+
+
+class UnknownMemberIdError(KafkaApiError):
+    """The coordinator does not know this member id."""
+
+    code = 25
+    http_status = 404
+
+
+class InvalidSessionTimeoutError(KafkaApiError):
+    """The session timeout is outside the range the broker allows."""
+
+    code = 26
+    http_status = 400
+
+
+class RebalanceInProgressError(KafkaApiError):
+    """The group is rebalancing: rejoin."""
+
+    code = 27
+    http_status = 409
+
+
+class NonEmptyGroupError(KafkaApiError):
+    """The group still has members."""
+
+    code = 68
+    http_status = 409
+
+
+class GroupIdNotFoundError(KafkaApiError):
+    """The group does not exist."""
+
+    code = 69
+    http_status = 404
+
+
+class MemberIdRequiredError(KafkaApiError):
+    """Join again with the member id the coordinator assigned."""
+
+    code = 79
+    http_status = 409
+
+
+class GroupMaxSizeReachedError(KafkaApiError):
+    """The group has reached its maximum number of members."""
+
+    code = 81
+    http_status = 409
+
+
+class FencedInstanceIdError(KafkaApiError):
+    """Another member with the same group.instance.id has taken this one's place."""
+
+    code = 82
+    http_status = 409
 
 
 class InvalidRequiredAcksError(KafkaApiError):

@@ -357,23 +357,212 @@ class ReassignmentZNode:
 
 
 class ConsumerGroupZNodes:
-    """``/consumers/{group}/...``: the seeds' consumer-group registry (ids, owners, offsets)."""
+    """``/consumers/{group}/...``: the seeds' consumer-group registry.
+
+    Members connect to a coordinator broker, not to ZooKeeper, so the member and owner nodes
+    are persistent and kept by the group's coordinator (it deletes them when a member leaves or
+    its session times out). A coordinator that takes a group over from a dead one therefore
+    still sees who owned what and waits for those members before it hands their partitions on.
+    """
 
     @staticmethod
     def group_path(group: str) -> str:
         return f"{CONSUMERS}/{group}"
 
     @staticmethod
+    def coordinator_path(group: str) -> str:
+        return f"{CONSUMERS}/{group}/coordinator"
+
+    @staticmethod
+    def ids_path(group: str) -> str:
+        return f"{CONSUMERS}/{group}/ids"
+
+    @staticmethod
     def member_path(group: str, member: str) -> str:
         return f"{CONSUMERS}/{group}/ids/{member}"
+
+    @staticmethod
+    def owners_path(group: str) -> str:
+        return f"{CONSUMERS}/{group}/owners"
+
+    @staticmethod
+    def owners_topic_path(group: str, topic: str) -> str:
+        return f"{CONSUMERS}/{group}/owners/{topic}"
 
     @staticmethod
     def owner_path(group: str, topic: str, partition: int) -> str:
         return f"{CONSUMERS}/{group}/owners/{topic}/{partition}"
 
     @staticmethod
+    def offsets_path(group: str) -> str:
+        return f"{CONSUMERS}/{group}/offsets"
+
+    @staticmethod
+    def offsets_topic_path(group: str, topic: str) -> str:
+        return f"{CONSUMERS}/{group}/offsets/{topic}"
+
+    @staticmethod
     def offset_path(group: str, topic: str, partition: int) -> str:
         return f"{CONSUMERS}/{group}/offsets/{topic}/{partition}"
+
+
+Z = ConsumerGroupZNodes
+
+
+@dataclass(frozen=True)
+class GroupZNode:
+    """``/consumers/{group}``: the generation, kept here so it only grows across coordinators."""
+
+    protocol_type: str | None = None
+    generation: int = 0
+    protocol: str | None = None
+    leader: str | None = None
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "protocol_type": self.protocol_type,
+                "generation": self.generation,
+                "protocol": self.protocol,
+                "leader": self.leader,
+            }
+        )
+
+    @classmethod
+    def decode(cls, group: str, data: bytes) -> GroupZNode:
+        if not data:  # created as a bare parent by an older writer
+            return cls()
+        p = _load(data, Z.group_path(group))
+        return cls(
+            protocol_type=p.get("protocol_type"),
+            generation=int(p.get("generation", 0)),
+            protocol=p.get("protocol"),
+            leader=p.get("leader"),
+        )
+
+
+@dataclass(frozen=True)
+class GroupCoordinatorZNode:
+    """``/consumers/{group}/coordinator``: which broker coordinates the group.
+
+    Claimed by a conditional write; every later write of that coordinator for the group is a
+    transaction that first checks this node's version, so a deposed coordinator cannot write.
+    The claim is void once the broker leaves ``/brokers/ids``.
+    """
+
+    broker_id: int
+    epoch: int
+    timestamp_ms: int = field(default_factory=now_ms)
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "broker": self.broker_id,
+                "epoch": self.epoch,
+                "timestamp": str(self.timestamp_ms),
+            }
+        )
+
+    @classmethod
+    def decode(cls, group: str, data: bytes) -> GroupCoordinatorZNode:
+        p = _load(data, Z.coordinator_path(group))
+        return cls(
+            broker_id=int(p["broker"]),
+            epoch=int(p["epoch"]),
+            timestamp_ms=int(p.get("timestamp", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class GroupMemberZNode:
+    """``/consumers/{group}/ids/{member}``: a member's registration and subscribed topics."""
+
+    client_id: str
+    client_host: str
+    subscription: tuple[str, ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    group_instance_id: str | None = None
+    timestamp_ms: int = field(default_factory=now_ms)
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "client_id": self.client_id,
+                "client_host": self.client_host,
+                "group_instance_id": self.group_instance_id,
+                "subscription": list(self.subscription),
+                "session_timeout_ms": self.session_timeout_ms,
+                "rebalance_timeout_ms": self.rebalance_timeout_ms,
+                "timestamp": str(self.timestamp_ms),
+            }
+        )
+
+    @classmethod
+    def decode(cls, group: str, member: str, data: bytes) -> GroupMemberZNode:
+        p = _load(data, Z.member_path(group, member))
+        return cls(
+            client_id=str(p.get("client_id", "")),
+            client_host=str(p.get("client_host", "")),
+            subscription=tuple(str(t) for t in p.get("subscription", [])),
+            session_timeout_ms=int(p["session_timeout_ms"]),
+            rebalance_timeout_ms=int(p["rebalance_timeout_ms"]),
+            group_instance_id=p.get("group_instance_id"),
+            timestamp_ms=int(p.get("timestamp", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class PartitionOwnerZNode:
+    """``/consumers/{group}/owners/{topic}/{p}``: the one member that may consume a partition."""
+
+    member_id: str
+    generation: int
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "member_id": self.member_id, "generation": self.generation})
+
+    @classmethod
+    def decode(cls, path: str, data: bytes) -> PartitionOwnerZNode:
+        p = _load(data, path)
+        return cls(member_id=str(p["member_id"]), generation=int(p.get("generation", -1)))
+
+
+@dataclass(frozen=True)
+class CommittedOffsetZNode:
+    """``/consumers/{group}/offsets/{topic}/{p}``: the group's committed position."""
+
+    offset: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp_ms: int = field(default_factory=now_ms)
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "offset": self.offset,
+                "leader_epoch": self.leader_epoch,
+                "metadata": self.metadata,
+                "commit_timestamp": self.commit_timestamp_ms,
+            }
+        )
+
+    @classmethod
+    def decode(cls, path: str, data: bytes) -> CommittedOffsetZNode:
+        text = data.decode(errors="replace").strip()
+        if text.lstrip("-").isdigit():  # the seeds' format: the bare offset
+            return cls(offset=int(text), commit_timestamp_ms=0)
+        p = _load(data, path)
+        return cls(
+            offset=int(p["offset"]),
+            leader_epoch=int(p.get("leader_epoch", -1)),
+            metadata=str(p.get("metadata") or ""),
+            commit_timestamp_ms=int(p.get("commit_timestamp", 0)),
+        )
 
 
 @dataclass(frozen=True)

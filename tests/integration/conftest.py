@@ -20,6 +20,11 @@ from pafka.local.zookeeper import ZooKeeperServer
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo, PartitionState
 
 
+# Kafka waits 3 s before the first rebalance of an empty group so that members starting together
+# land in one generation; tests start their members together and need not wait that long.
+TEST_BROKER_ENV = {"PAFKA_BROKER_GROUP_INITIAL_REBALANCE_DELAY_MS": "300"}
+
+
 class ClusterHandle:
     """Test-facing helpers over a LocalCluster."""
 
@@ -113,6 +118,7 @@ def cluster(
         brokers=3,
         controllers=2,
         zookeeper=cluster_zookeeper.connect_string,
+        broker_env=TEST_BROKER_ENV,
     )
     local.start()
     handle = ClusterHandle(local, cluster_zookeeper.connect_string)
