@@ -280,6 +280,10 @@ class MemberIdRequiredError(KafkaApiError):
     code = 79
     http_status = 409
 
+    def __init__(self, member_id: str) -> None:
+        super().__init__(f"join again as member {member_id}")
+        self.member_id = member_id
+
 
 class GroupMaxSizeReachedError(KafkaApiError):
     """The group has reached its maximum number of members."""

@@ -1,4 +1,5 @@
-"""Topic name rules, as Kafka enforces them (``org.apache.kafka.common.internals.Topic``).
+"""Topic name rules, as Kafka enforces them (``org.apache.kafka.common.internals.Topic``), and
+the rules for group ids, which name znodes.
 
 A topic name becomes a directory name (``{topic}-{partition}``) and a znode name, hence the
 limits: 1..249 characters from ``[a-zA-Z0-9._-]``, and never ``.`` or ``..``. 249 leaves room for
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pafka.errors import InvalidTopicError
+from pafka.errors import InvalidGroupIdError, InvalidTopicError
 
 MAX_NAME_LENGTH = 249
 LEGAL_CHARS = "a-zA-Z0-9._-"
@@ -67,3 +68,24 @@ def colliding_topics(name: str, existing: Iterable[str]) -> list[str]:
     """Existing topics other than ``name`` whose names collide with it in metric names."""
     unified = unify_collision_chars(name)
     return sorted(t for t in existing if t != name and unify_collision_chars(t) == unified)
+
+
+MAX_GROUP_ID_LENGTH = 255
+
+
+def validate_group_id(group: str) -> None:
+    """Raise :class:`InvalidGroupIdError` unless ``group`` can name ``/consumers/{group}``.
+
+    Kafka accepts any non-empty group id; ZooKeeper path segments cannot hold ``/``, be ``.``
+    or ``..``, or contain control characters, so those are refused here.
+    """
+    if not group:
+        raise InvalidGroupIdError("group id is empty")
+    if group in (".", "..") or "/" in group or any(ord(c) < 32 or ord(c) == 127 for c in group):
+        raise InvalidGroupIdError(
+            f"group id {group!r} is illegal: no '/', control characters, '.' or '..'"
+        )
+    if len(group) > MAX_GROUP_ID_LENGTH:
+        raise InvalidGroupIdError(
+            f"group id is {len(group)} characters long, the limit is {MAX_GROUP_ID_LENGTH}"
+        )

@@ -84,10 +84,11 @@ REPLICA_TRANSITIONS: Mapping[ReplicaState, frozenset[ReplicaState]] = {
 }
 """Target state -> the states it may be entered from."""
 
-S = TypeVar("S", PartitionState, ReplicaState)
+S = TypeVar("S", bound=enum.Enum)
 
 
-def _transition(table: Mapping[S, frozenset[S]], current: S, target: S, what: str) -> S:
+def transition(table: Mapping[S, frozenset[S]], current: S, target: S, what: str) -> S:
+    """``target`` if ``table`` (target -> sources) allows it from ``current``, else raise."""
     if current not in table[target]:
         allowed = ", ".join(sorted(s.value for s in table[target]))
         raise IllegalStateTransitionError(
@@ -106,14 +107,14 @@ def partition_transition(
 
     ``what`` names the partition in the error message (e.g. ``"orders-3"``).
     """
-    return _transition(PARTITION_TRANSITIONS, current, target, what)
+    return transition(PARTITION_TRANSITIONS, current, target, what)
 
 
 def replica_transition(
     current: ReplicaState, target: ReplicaState, what: str = "replica"
 ) -> ReplicaState:
     """``target`` if the replica state machine allows ``current -> target``, else raise."""
-    return _transition(REPLICA_TRANSITIONS, current, target, what)
+    return transition(REPLICA_TRANSITIONS, current, target, what)
 
 
 def _targets(table: Mapping[S, frozenset[S]], current: S) -> frozenset[S]:

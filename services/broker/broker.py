@@ -33,6 +33,9 @@ from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
 from services.broker.dispatcher import Dispatcher
 from services.broker.follower import FollowerManager
+from services.broker.groups.coordinator import GroupCoordinator
+from services.broker.groups.offsets import GroupOffsets
+from services.broker.groups.rebalance import GroupProtocol
 from services.broker.http_api import create_app
 from services.broker.isr import IsrManager
 from services.broker.metadata_cache import MetadataCache
@@ -71,6 +74,9 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(
             self.zk, settings.broker_id, settings.producer_id_block_size
         )
+        self.groups = GroupCoordinator(settings.broker_id, self.zk, self.metadata, settings.groups)
+        self.group_protocol = GroupProtocol(self.groups)
+        self.group_offsets = GroupOffsets(self.groups)
         self.dispatcher = Dispatcher(self)
         self.kafka = KafkaServer(
             self.dispatcher.handle_frame,
@@ -113,6 +119,7 @@ class Broker:
         )
         await self.zk.register_ephemeral(BrokerInfo.path(info.id), info.encode())
         self._registered = True
+        await self.groups.start()
         self._tasks.append(asyncio.create_task(self._periodic_checkpoints()))
         self._tasks.append(asyncio.create_task(self._periodic_retention()))
         self._tasks.append(
@@ -134,6 +141,7 @@ class Broker:
         if self._registered:
             await self._controlled_shutdown()
         await self.kafka.close()
+        await self.groups.stop()
         await self.isr.close()
         for task in self._tasks:
             task.cancel()
@@ -173,6 +181,8 @@ class Broker:
 
     async def _on_session(self, event: SessionEvent) -> None:
         self._zk_connected = event is not SessionEvent.SUSPENDED and event is not SessionEvent.LOST
+        if event is SessionEvent.LOST:
+            self.groups.on_session_lost()
         self.metrics.zk_session_state.set(1 if self._zk_connected else 0)
 
     async def _periodic_checkpoints(self) -> None:
@@ -274,6 +284,7 @@ class Broker:
     async def on_update_metadata(self, request: control.UpdateMetadata) -> dict[str, int]:
         self.replicas.check_controller_epoch(request.controller_epoch)
         self.metadata.apply(request)
+        self.groups.on_metadata()
         for topic in request.deleted_topics:
             self._topic_configs.pop(topic, None)
         if request.full:

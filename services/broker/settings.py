@@ -10,6 +10,7 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.storage.config import LogConfig
+from services.broker.groups.config import GroupConfig
 
 PREFIX = "PAFKA_BROKER_"
 
@@ -37,6 +38,7 @@ class BrokerSettings:
     auto_create_topics: bool = False
     delete_topic_enable: bool = True
     log: LogConfig = field(default_factory=LogConfig)
+    groups: GroupConfig = field(default_factory=GroupConfig)
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30_000
     replica_fetch_wait_max_ms: int = 500
@@ -70,6 +72,29 @@ class BrokerSettings:
                 "MESSAGE_MAX_BYTES", defaults.max_message_bytes, minimum=64
             ),
         )
+        g = GroupConfig()
+        groups = GroupConfig(
+            initial_rebalance_delay_ms=env.integer(
+                "GROUP_INITIAL_REBALANCE_DELAY_MS", g.initial_rebalance_delay_ms
+            ),
+            min_session_timeout_ms=env.integer(
+                "GROUP_MIN_SESSION_TIMEOUT_MS", g.min_session_timeout_ms, minimum=1
+            ),
+            max_session_timeout_ms=env.integer(
+                "GROUP_MAX_SESSION_TIMEOUT_MS", g.max_session_timeout_ms, minimum=1
+            ),
+            max_size=env.integer("GROUP_MAX_SIZE", g.max_size, minimum=1),
+            offset_metadata_max_bytes=env.integer(
+                "OFFSET_METADATA_MAX_BYTES", g.offset_metadata_max_bytes
+            ),
+            rebalance_on_broker_change=env.flag(
+                "GROUP_REBALANCE_ON_BROKER_CHANGE", g.rebalance_on_broker_change
+            ),
+        )
+        if groups.min_session_timeout_ms > groups.max_session_timeout_ms:
+            raise ConfigError(
+                f"{PREFIX}GROUP_MIN_SESSION_TIMEOUT_MS is above GROUP_MAX_SESSION_TIMEOUT_MS"
+            )
         return cls(
             broker_id=env.integer("ID", 0),
             zookeeper=env.text("ZOOKEEPER", cls.zookeeper),
@@ -88,6 +113,7 @@ class BrokerSettings:
             auto_create_topics=env.flag("AUTO_CREATE_TOPICS", False),
             delete_topic_enable=env.flag("DELETE_TOPIC_ENABLE", True),
             log=log,
+            groups=groups,
             min_insync_replicas=env.integer("MIN_INSYNC_REPLICAS", 1, minimum=1),
             replica_lag_time_max_ms=env.integer("REPLICA_LAG_TIME_MAX_MS", 30_000, minimum=100),
             replica_fetch_wait_max_ms=env.integer("REPLICA_FETCH_WAIT_MAX_MS", 500, minimum=0),

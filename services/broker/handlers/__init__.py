@@ -12,8 +12,19 @@ from services.broker.handlers.admin import (
     handle_delete_topics,
     handle_describe_configs,
 )
+from services.broker.handlers.commits import handle_offset_commit, handle_offset_fetch
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.fetch import handle_fetch
+from services.broker.handlers.groups import (
+    handle_delete_groups,
+    handle_describe_groups,
+    handle_find_coordinator,
+    handle_heartbeat,
+    handle_join_group,
+    handle_leave_group,
+    handle_list_groups,
+    handle_sync_group,
+)
 from services.broker.handlers.metadata import handle_metadata
 from services.broker.handlers.offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from services.broker.handlers.produce import handle_produce
@@ -32,4 +43,14 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_CONFIGS: handle_describe_configs,
     ApiKey.INIT_PRODUCER_ID: handle_init_producer_id,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: handle_offset_for_leader_epoch,
+    ApiKey.FIND_COORDINATOR: handle_find_coordinator,
+    ApiKey.JOIN_GROUP: handle_join_group,
+    ApiKey.SYNC_GROUP: handle_sync_group,
+    ApiKey.HEARTBEAT: handle_heartbeat,
+    ApiKey.LEAVE_GROUP: handle_leave_group,
+    ApiKey.OFFSET_COMMIT: handle_offset_commit,
+    ApiKey.OFFSET_FETCH: handle_offset_fetch,
+    ApiKey.LIST_GROUPS: handle_list_groups,
+    ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
+    ApiKey.DELETE_GROUPS: handle_delete_groups,
 }

@@ -1,0 +1,113 @@
+"""Committed offsets: OffsetCommit and OffsetFetch against ``/consumers/{group}/offsets``.
+
+A member's commit is accepted only for its group's current generation and only for partitions
+it owns, so a member that was fenced out by a rebalance cannot move a position that now belongs
+to someone else. A commit with no member (generation -1) is what standalone consumers and admin
+tools send; it is accepted only while the group has no members.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pafka.errors import (
+    IllegalGenerationError,
+    KafkaApiError,
+    OffsetMetadataTooLargeError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+    UnknownTopicOrPartitionError,
+)
+from pafka.groups.consumer_protocol import TopicPartition
+from pafka.groups.state import GroupState
+from pafka.zk.znodes import CommittedOffsetZNode
+from services.broker.groups.coordinator import GroupCoordinator
+from services.broker.groups.rebalance import check_member
+from services.broker.groups.runtime import GroupRuntime, now_ms
+
+NO_GENERATION = -1
+
+
+@dataclass(frozen=True)
+class OffsetToCommit:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+
+
+class GroupOffsets:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+
+    async def commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[TopicPartition, OffsetToCommit],
+    ) -> dict[TopicPartition, KafkaApiError | None]:
+        """Per-partition outcome; a whole-request problem (unknown member, stale generation)
+        is raised and applies to every partition."""
+        rt = await self.coordinator.group(group_id, create=True)
+        assert rt is not None
+        async with rt.lock:
+            owner = self._committer(rt, generation, member_id, instance_id)
+            results: dict[TopicPartition, KafkaApiError | None] = {}
+            write = rt.write()
+            accepted: dict[TopicPartition, CommittedOffsetZNode] = {}
+            for tp, entry in sorted(offsets.items()):
+                try:
+                    self._check_partition(rt, tp, entry, owner)
+                except KafkaApiError as exc:
+                    results[tp] = exc
+                    continue
+                node = CommittedOffsetZNode(entry.offset, entry.leader_epoch, entry.metadata or "")
+                write.put_offset(tp, node, tp in rt.offsets)
+                accepted[tp] = node
+                results[tp] = None
+            await self.coordinator.apply(rt, write)
+            rt.offsets.update(accepted)
+        return results
+
+    def _committer(
+        self, rt: GroupRuntime, generation: int, member_id: str, instance_id: str | None
+    ) -> str | None:
+        """The member whose ownership each partition is checked against (None: no member)."""
+        meta = rt.meta
+        if generation == NO_GENERATION and not member_id and instance_id is None:
+            if meta.members:
+                raise UnknownMemberIdError(
+                    f"group {rt.group_id!r} has members; commits must come from one of them"
+                )
+            return None
+        member = check_member(rt, member_id, instance_id)
+        if generation != meta.generation:
+            raise IllegalGenerationError(
+                f"generation {generation} is not {rt.group_id!r}'s current {meta.generation}"
+            )
+        if meta.state is GroupState.COMPLETING_REBALANCE:
+            raise RebalanceInProgressError()
+        member.last_heard_ms = now_ms()
+        return member_id
+
+    def _check_partition(
+        self, rt: GroupRuntime, tp: TopicPartition, entry: OffsetToCommit, owner: str | None
+    ) -> None:
+        limit = self.coordinator.config.offset_metadata_max_bytes
+        if self.coordinator.metadata.partition(*tp) is None:
+            raise UnknownTopicOrPartitionError(f"{tp[0]}-{tp[1]} does not exist")
+        if entry.metadata is not None and len(entry.metadata.encode()) > limit:
+            raise OffsetMetadataTooLargeError(f"offset metadata is over {limit} bytes")
+        if owner is not None and rt.meta.owners.get(tp) != owner:
+            raise IllegalGenerationError(f"{owner} does not own {tp[0]}-{tp[1]}")
+
+    async def fetch(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, CommittedOffsetZNode | None]:
+        """Committed offsets of ``partitions`` (None: every committed partition)."""
+        rt = await self.coordinator.group(group_id, create=False)
+        committed = dict(rt.offsets) if rt is not None else {}
+        if partitions is None:
+            return dict(sorted(committed.items()))
+        return {tp: committed.get(tp) for tp in partitions}

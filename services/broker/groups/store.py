@@ -1,0 +1,256 @@
+"""A group coordinator's reads and writes of ``/consumers/{group}`` (blocking; run in threads).
+
+Claiming a group bumps the version of ``/consumers/{group}/coordinator``; every later write is a
+ZooKeeper transaction whose first operation checks that version. A broker that lost the group
+to another (its session expired, it was paused) therefore cannot change anything: its
+transaction fails whole with a bad version, and it drops the group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from pafka.errors import CoordinationError, NotCoordinatorError
+from pafka.groups.consumer_protocol import TopicPartition
+from pafka.zk.client import check_transaction
+from pafka.zk.znodes import (
+    BROKER_IDS,
+    CONSUMERS,
+    BrokerInfo,
+    CommittedOffsetZNode,
+    ConsumerGroupZNodes,
+    GroupCoordinatorZNode,
+    GroupMemberZNode,
+    GroupZNode,
+    PartitionOwnerZNode,
+)
+
+Z = ConsumerGroupZNodes
+UNCLAIMED = -1
+
+
+@dataclass
+class GroupSnapshot:
+    """Everything ZooKeeper holds about a group, as read right after claiming it."""
+
+    group: GroupZNode = field(default_factory=GroupZNode)
+    members: dict[str, GroupMemberZNode] = field(default_factory=dict)
+    owners: dict[TopicPartition, str] = field(default_factory=dict)
+    offsets: dict[TopicPartition, CommittedOffsetZNode] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """This broker's hold on a group: the coordinator znode version its writes check."""
+
+    group: str
+    version: int
+    epoch: int
+
+
+def holder(zk: KazooClient, group: str) -> int | None:
+    """The broker whose claim on ``group`` is live (it is registered), else None."""
+    try:
+        data, _ = zk.get(Z.coordinator_path(group))
+    except NoNodeError:
+        return None
+    broker = GroupCoordinatorZNode.decode(group, data).broker_id
+    if broker == UNCLAIMED or zk.exists(BrokerInfo.path(broker)) is None:
+        return None
+    return broker
+
+
+def group_exists(zk: KazooClient, group: str) -> bool:
+    return zk.exists(Z.group_path(group)) is not None
+
+
+def claim(zk: KazooClient, group: str, broker_id: int) -> Claim:
+    """Take ``group`` over unless another live broker holds it (NotCoordinatorError)."""
+    for path in (Z.ids_path(group), Z.owners_path(group), Z.offsets_path(group)):
+        zk.ensure_path(path)
+    if not zk.get(Z.group_path(group))[0]:
+        zk.set(Z.group_path(group), GroupZNode().encode())
+    path = Z.coordinator_path(group)
+    while True:
+        try:
+            data, stat = zk.get(path)
+        except NoNodeError:
+            try:
+                zk.create(path, GroupCoordinatorZNode(broker_id, 1).encode())
+            except NodeExistsError:
+                continue
+            return Claim(group, 0, 1)
+        current = GroupCoordinatorZNode.decode(group, data)
+        if (
+            current.broker_id not in (broker_id, UNCLAIMED)
+            and zk.exists(BrokerInfo.path(current.broker_id)) is not None
+        ):
+            raise NotCoordinatorError(f"broker {current.broker_id} coordinates group {group!r}")
+        epoch = current.epoch + 1
+        try:
+            zk.set(path, GroupCoordinatorZNode(broker_id, epoch).encode(), version=stat.version)
+        except BadVersionError:
+            continue  # another broker claimed at the same moment; look again
+        return Claim(group, stat.version + 1, epoch)
+
+
+def _children(zk: KazooClient, path: str) -> list[str]:
+    try:
+        return sorted(zk.get_children(path))
+    except NoNodeError:
+        return []
+
+
+def _read_all(zk: KazooClient, paths: Iterable[str]) -> dict[str, bytes]:
+    """Read many znodes with one round trip's latency (kazoo pipelines async requests)."""
+    pending = {path: zk.get_async(path) for path in paths}
+    found: dict[str, bytes] = {}
+    for path, result in pending.items():
+        try:
+            found[path] = bytes(result.get()[0])
+        except NoNodeError:
+            continue  # deleted between listing and reading
+    return found
+
+
+def _partition_paths(zk: KazooClient, root: str) -> dict[TopicPartition, str]:
+    paths: dict[TopicPartition, str] = {}
+    for topic in _children(zk, root):
+        for p in _children(zk, f"{root}/{topic}"):
+            if p.isdigit():
+                paths[(topic, int(p))] = f"{root}/{topic}/{p}"
+    return paths
+
+
+def load(zk: KazooClient, group: str) -> GroupSnapshot:
+    data, _ = zk.get(Z.group_path(group))
+    snapshot = GroupSnapshot(group=GroupZNode.decode(group, data))
+    member_paths = {m: Z.member_path(group, m) for m in _children(zk, Z.ids_path(group))}
+    owner_paths = _partition_paths(zk, Z.owners_path(group))
+    offset_paths = _partition_paths(zk, Z.offsets_path(group))
+    raw = _read_all(zk, [*member_paths.values(), *owner_paths.values(), *offset_paths.values()])
+    for member, path in member_paths.items():
+        if path in raw:
+            snapshot.members[member] = GroupMemberZNode.decode(group, member, raw[path])
+    for tp, path in owner_paths.items():
+        if path in raw:
+            snapshot.owners[tp] = PartitionOwnerZNode.decode(path, raw[path]).member_id
+    for tp, path in offset_paths.items():
+        if path in raw:
+            snapshot.offsets[tp] = CommittedOffsetZNode.decode(path, raw[path])
+    return snapshot
+
+
+class GroupWrite:
+    """The znode changes of one coordinator decision, applied atomically and fenced.
+
+    The caller says whether each node exists (it mirrors ZooKeeper in memory); parents of
+    per-topic nodes are created beforehand, outside the transaction: an empty parent is harmless.
+    """
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self.parents: set[str] = set()
+        self.members_put: set[str] = set()
+        self.members_deleted: set[str] = set()
+        self._ops: list[tuple[str, str, bytes]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._ops)
+
+    def _put(self, path: str, data: bytes, exists: bool) -> None:
+        self._ops.append(("set" if exists else "create", path, data))
+
+    def set_group(self, node: GroupZNode) -> None:
+        self._put(Z.group_path(self.claim.group), node.encode(), True)
+
+    def put_member(self, member_id: str, node: GroupMemberZNode, exists: bool) -> None:
+        self.members_put.add(member_id)
+        self._put(Z.member_path(self.claim.group, member_id), node.encode(), exists)
+
+    def delete_member(self, member_id: str) -> None:
+        self.members_deleted.add(member_id)
+        self._ops.append(("delete", Z.member_path(self.claim.group, member_id), b""))
+
+    def put_owner(self, tp: TopicPartition, node: PartitionOwnerZNode, exists: bool) -> None:
+        self.parents.add(Z.owners_topic_path(self.claim.group, tp[0]))
+        self._put(Z.owner_path(self.claim.group, *tp), node.encode(), exists)
+
+    def delete_owner(self, tp: TopicPartition) -> None:
+        self._ops.append(("delete", Z.owner_path(self.claim.group, *tp), b""))
+
+    def put_offset(self, tp: TopicPartition, node: CommittedOffsetZNode, exists: bool) -> None:
+        self.parents.add(Z.offsets_topic_path(self.claim.group, tp[0]))
+        self._put(Z.offset_path(self.claim.group, *tp), node.encode(), exists)
+
+    def commit(self, zk: KazooClient, known_parents: set[str]) -> None:
+        """Apply; raises NotCoordinatorError if the claim is gone, CoordinationError else."""
+        for parent in sorted(self.parents - known_parents):
+            zk.ensure_path(parent)
+            known_parents.add(parent)
+        txn = zk.transaction()
+        txn.check(Z.coordinator_path(self.claim.group), self.claim.version)
+        for op, path, data in self._ops:
+            if op == "create":
+                txn.create(path, data)
+            elif op == "set":
+                txn.set_data(path, data)
+            else:
+                txn.delete(path)
+        results: list[Any] = txn.commit()
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise NotCoordinatorError(f"lost the claim on group {self.claim.group!r}")
+        try:
+            check_transaction(results)
+        except CoordinationError as exc:
+            raise CoordinationError(f"group {self.claim.group!r}: {exc}") from exc
+
+
+def release(zk: KazooClient, claim: Claim) -> None:
+    """Give a group up (clean shutdown) so another broker can take it over at once."""
+    node = GroupCoordinatorZNode(UNCLAIMED, claim.epoch)
+    # A bad version means someone else holds it already.
+    with contextlib.suppress(BadVersionError, NoNodeError):
+        zk.set(Z.coordinator_path(claim.group), node.encode(), version=claim.version)
+
+
+def delete_group(zk: KazooClient, claim: Claim) -> None:
+    """Delete the whole ``/consumers/{group}`` tree in one fenced transaction."""
+    root = Z.group_path(claim.group)
+    doomed: list[str] = []
+
+    def walk(path: str) -> None:
+        for child in _children(zk, path):
+            walk(f"{path}/{child}")
+        doomed.append(path)
+
+    walk(root)
+    txn = zk.transaction()
+    txn.check(Z.coordinator_path(claim.group), claim.version)
+    for path in doomed:
+        txn.delete(path)
+    results: list[Any] = txn.commit()
+    if isinstance(results[0], BadVersionError | NoNodeError):
+        raise NotCoordinatorError(f"lost the claim on group {claim.group!r}")
+    check_transaction(results)
+
+
+def list_groups(zk: KazooClient) -> dict[str, tuple[int | None, GroupZNode]]:
+    """Every group in ZooKeeper: its live coordinator (or None) and its group node."""
+    groups = _children(zk, CONSUMERS)
+    nodes = _read_all(zk, [Z.group_path(g) for g in groups])
+    claims = _read_all(zk, [Z.coordinator_path(g) for g in groups])
+    brokers = {int(b) for b in _children(zk, BROKER_IDS)}
+    found: dict[str, tuple[int | None, GroupZNode]] = {}
+    for g in groups:
+        raw_claim = claims.get(Z.coordinator_path(g))
+        broker = GroupCoordinatorZNode.decode(g, raw_claim).broker_id if raw_claim else None
+        node = GroupZNode.decode(g, nodes.get(Z.group_path(g), b""))
+        found[g] = (broker if broker in brokers else None, node)
+    return found

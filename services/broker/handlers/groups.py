@@ -1,0 +1,266 @@
+"""The group membership APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+ListGroups, DescribeGroups, DeleteGroups. Decoding and encoding only; the coordinator decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pafka.cluster.names import validate_group_id
+from pafka.errors import (
+    CoordinationError,
+    CoordinatorNotAvailableError,
+    InvalidRequestError,
+    KafkaApiError,
+    MemberIdRequiredError,
+    PafkaError,
+)
+from pafka.groups.state import GroupState
+from pafka.protocol.messages import response_class
+from services.broker.groups.rebalance import JoinRequest
+from services.broker.groups.runtime import GroupRuntime
+from services.broker.handlers.context import RequestContext
+
+GROUP_KEY_TYPE = 0
+
+
+def error_code(exc: PafkaError) -> int:
+    """Group APIs report ZooKeeper trouble as COORDINATOR_NOT_AVAILABLE: clients retry it."""
+    if isinstance(exc, KafkaApiError):
+        return exc.code
+    if isinstance(exc, CoordinationError):
+        return CoordinatorNotAvailableError.code
+    return InvalidRequestError.code if exc.code == InvalidRequestError.code else -1
+
+
+async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    keys = list(request.coordinator_keys) if ctx.api_version >= 4 else [request.key]
+    key_type = int(getattr(request, "key_type", GROUP_KEY_TYPE))
+    found: list[tuple[str, int, str | None, int, str, int]] = []
+    for key in keys:
+        try:
+            if key_type != GROUP_KEY_TYPE:
+                raise InvalidRequestError("only group coordinators exist (no transactions)")
+            validate_group_id(key)
+            info = await ctx.broker.groups.find(key)
+            found.append((key, 0, None, info.id, info.host, info.port))
+        except PafkaError as exc:
+            found.append((key, error_code(exc), str(exc), -1, "", -1))
+    if ctx.api_version >= 4:
+        coordinators = [
+            cls.Coordinator(key=k, node_id=n, host=h, port=p, error_code=e, error_message=m)
+            for k, e, m, n, h, p in found
+        ]
+        return cls(throttle_time_ms=0, coordinators=coordinators)
+    _, code, message, node, host, port = found[0]
+    return cls(
+        throttle_time_ms=0,
+        error_code=code,
+        error_message=message,
+        node_id=node,
+        host=host,
+        port=port,
+    )
+
+
+async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    member_id = request.member_id or ""
+    try:
+        validate_group_id(request.group_id)
+        session_ms = int(request.session_timeout_ms)
+        join = JoinRequest(
+            group_id=request.group_id,
+            member_id=member_id,
+            instance_id=getattr(request, "group_instance_id", None),
+            client_id=ctx.client_id or "",
+            client_host=ctx.client_host,
+            session_timeout_ms=session_ms,
+            rebalance_timeout_ms=int(getattr(request, "rebalance_timeout_ms", session_ms)),
+            protocol_type=request.protocol_type,
+            protocols=tuple((p.name, bytes(p.metadata or b"")) for p in request.protocols),
+            require_known_member_id=ctx.api_version >= 4,
+        )
+        result = await ctx.broker.group_protocol.join(join)
+    except PafkaError as exc:
+        if isinstance(exc, MemberIdRequiredError):
+            member_id = exc.member_id
+        return cls(
+            throttle_time_ms=0,
+            error_code=error_code(exc),
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if ctx.api_version >= 7 else "",
+            leader="",
+            member_id=member_id,
+            members=[],
+        )
+    members = [
+        cls.JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=data)
+        for m, i, data in result.members
+    ]
+    return cls(
+        throttle_time_ms=0,
+        error_code=0,
+        generation_id=result.generation,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol,
+        leader=result.leader,
+        member_id=result.member_id,
+        members=members,
+    )
+
+
+async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    protocol_type = getattr(request, "protocol_type", None)
+    protocol = getattr(request, "protocol_name", None)
+    try:
+        validate_group_id(request.group_id)
+        assignment = await ctx.broker.group_protocol.sync(
+            request.group_id,
+            int(request.generation_id),
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            {a.member_id: bytes(a.assignment or b"") for a in request.assignments or []},
+        )
+        rt = ctx.broker.groups.groups.get(request.group_id)
+        if rt is not None:
+            protocol_type, protocol = rt.meta.protocol_type, rt.meta.protocol
+        code = 0
+    except PafkaError as exc:
+        assignment, code = b"", error_code(exc)
+    return cls(
+        throttle_time_ms=0,
+        error_code=code,
+        protocol_type=protocol_type,
+        protocol_name=protocol,
+        assignment=assignment,
+    )
+
+
+async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    try:
+        validate_group_id(request.group_id)
+        await ctx.broker.group_protocol.heartbeat(
+            request.group_id,
+            int(request.generation_id),
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+        )
+        code = 0
+    except PafkaError as exc:
+        code = error_code(exc)
+    return cls(throttle_time_ms=0, error_code=code)
+
+
+async def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    if ctx.api_version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        leaving = [(request.member_id, None)]
+    try:
+        validate_group_id(request.group_id)
+        outcomes = await ctx.broker.group_protocol.leave(request.group_id, leaving)
+    except PafkaError as exc:
+        return cls(throttle_time_ms=0, error_code=error_code(exc), members=[])
+    codes = [error_code(e) if e is not None else 0 for e in outcomes]
+    members = [
+        cls.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
+        for (m, i), c in zip(leaving, codes, strict=True)
+    ]
+    top = codes[0] if ctx.api_version < 3 else 0
+    return cls(throttle_time_ms=0, error_code=top, members=members)
+
+
+async def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    wanted = {s.lower() for s in (getattr(request, "states_filter", None) or [])}
+    try:
+        held = await ctx.broker.groups.list_groups()
+    except PafkaError as exc:
+        return cls(throttle_time_ms=0, error_code=error_code(exc), groups=[])
+    groups = [
+        cls.ListedGroup(
+            group_id=rt.group_id,
+            protocol_type=rt.meta.protocol_type or "consumer",
+            group_state=rt.meta.state.value,
+        )
+        for rt in held
+        if not wanted or rt.meta.state.value.lower() in wanted
+    ]
+    return cls(throttle_time_ms=0, error_code=0, groups=groups)
+
+
+async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    described = []
+    for group in request.groups:
+        try:
+            validate_group_id(group)
+            rt = await ctx.broker.groups.group(group, create=False)
+        except PafkaError as exc:
+            described.append(
+                cls.DescribedGroup(
+                    error_code=error_code(exc),
+                    error_message=str(exc),
+                    group_id=group,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                )
+            )
+            continue
+        described.append(_described(cls, group, rt))
+    return cls(throttle_time_ms=0, groups=described)
+
+
+def _described(cls: Any, group: str, rt: GroupRuntime | None) -> Any:
+    if rt is None:
+        state, protocol_type, protocol, members = GroupState.DEAD.value, "", "", []
+    else:
+        meta = rt.meta
+        state, protocol_type = meta.state.value, meta.protocol_type or ""
+        stable = meta.state is GroupState.STABLE
+        protocol = meta.protocol or "" if stable else ""
+        members = [
+            cls.DescribedGroup.DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata(meta.protocol)
+                if stable and meta.protocol and m.protocols
+                else b"",
+                member_assignment=m.assignment if stable else b"",
+            )
+            for m in meta.members.values()
+        ]
+    return cls.DescribedGroup(
+        error_code=0,
+        error_message=None,
+        group_id=group,
+        group_state=state,
+        protocol_type=protocol_type,
+        protocol_data=protocol,
+        members=members,
+        authorized_operations=-2147483648,
+    )
+
+
+async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    results = []
+    for group in request.groups_names:
+        try:
+            validate_group_id(group)
+            await ctx.broker.groups.delete(group)
+            code = 0
+        except PafkaError as exc:
+            code = error_code(exc)
+        results.append(cls.DeletableGroupResult(group_id=group, error_code=code))
+    return cls(throttle_time_ms=0, results=results)
