@@ -31,6 +31,7 @@ from pafka.groups.placement import designated_coordinator
 from pafka.groups.state import GroupState
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo
+from pafka.zk.znodes import now_ms as wall_ms
 from services.broker.groups import store
 from services.broker.groups.config import GroupConfig
 from services.broker.groups.runtime import GroupRuntime, now_ms
@@ -153,14 +154,17 @@ class GroupCoordinator:
             return None
         claim = await self.zk.run(store.claim, self.zk.kazoo, group, self.broker_id)
         snapshot = await self.zk.run(store.load, self.zk.kazoo, group)
-        rt = self._runtime(group, claim, snapshot)
+        last_contact_ms = self._last_contact_ms(claim)
+        rt = self._runtime(group, claim, snapshot, last_contact_ms)
         self.groups[group] = rt
         log.info(
-            "coordinating group %r (epoch %d, generation %d, %d member(s) to rejoin)",
+            "coordinating group %r (epoch %d, generation %d, %d member(s) to rejoin, "
+            "last contact %d ms ago)",
             group,
             claim.epoch,
             rt.meta.generation,
             len(rt.meta.members),
+            now_ms() - last_contact_ms,
         )
         if rt.meta.members or rt.meta.stale_owners():
             async with rt.lock:
@@ -171,7 +175,24 @@ class GroupCoordinator:
                     self.prepare_rebalance(rt, "coordinator moved")
         return rt
 
-    def _runtime(self, group: str, claim: store.Claim, snapshot: GroupSnapshot) -> GroupRuntime:
+    def _last_contact_ms(self, claim: store.Claim) -> int:
+        """When members of a group taken over could last have heard from a coordinator (on the
+        monotonic clock): a member's session runs from its last contact, not from our claim.
+
+        A released claim says when it was released; a dead holder stopped answering about one
+        ZooKeeper session timeout before its registration vanished; a claim that was ours (a
+        restart) gives no such bound, so the members get a full session from now.
+        """
+        previous, now = claim.previous, now_ms()
+        if previous is None or previous.broker_id == self.broker_id:
+            return now
+        if previous.broker_id == store.UNCLAIMED:
+            return now - max(wall_ms() - previous.timestamp_ms, 0)
+        return now - self.zk.session_timeout_ms
+
+    def _runtime(
+        self, group: str, claim: store.Claim, snapshot: GroupSnapshot, last_contact_ms: int
+    ) -> GroupRuntime:
         node = snapshot.group
         meta = GroupMetadata(
             group_id=group,
@@ -181,9 +202,8 @@ class GroupCoordinator:
             leader=node.leader,
             owners=dict(snapshot.owners),
         )
-        now = now_ms()
         for member_id, m in snapshot.members.items():
-            # Members found in ZooKeeper get a fresh session: they rejoin or time out.
+            # Members found in ZooKeeper must rejoin before their session runs out.
             meta.members[member_id] = Member(
                 member_id=member_id,
                 client_id=m.client_id,
@@ -192,7 +212,7 @@ class GroupCoordinator:
                 rebalance_timeout_ms=m.rebalance_timeout_ms,
                 instance_id=m.group_instance_id,
                 subscription=frozenset(m.subscription),
-                last_heard_ms=now,
+                last_heard_ms=last_contact_ms,
             )
         rt = GroupRuntime(meta=meta, claim=claim, offsets=dict(snapshot.offsets))
         rt.registered = set(snapshot.members)

@@ -52,6 +52,9 @@ class Claim:
     group: str
     version: int
     epoch: int
+    # The claim this one replaced (None for a new group), to judge when members last had a
+    # coordinator to talk to.
+    previous: GroupCoordinatorZNode | None = None
 
 
 def holder(zk: KazooClient, group: str) -> int | None:
@@ -97,7 +100,7 @@ def claim(zk: KazooClient, group: str, broker_id: int) -> Claim:
             zk.set(path, GroupCoordinatorZNode(broker_id, epoch).encode(), version=stat.version)
         except BadVersionError:
             continue  # another broker claimed at the same moment; look again
-        return Claim(group, stat.version + 1, epoch)
+        return Claim(group, stat.version + 1, epoch, current)
 
 
 def _children(zk: KazooClient, path: str) -> list[str]:

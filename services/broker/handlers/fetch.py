@@ -127,7 +127,9 @@ def _response(ctx: RequestContext, cls: Any, wanted: list[_PartitionFetch]) -> A
                 high_watermark=-1,
                 last_stable_offset=-1,
                 log_start_offset=-1,
-                records=None,
+                # Empty, not null: librdkafka refuses a null record set ("invalid
+                # MessageSetSize -1") and drops the whole response; Kafka sends empty ones.
+                records=b"",
             )
         else:
             r = item.result
