@@ -274,12 +274,16 @@ class GroupCoordinator:
             if rt.meta.state not in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
                 continue
             counts = self.partition_counts(rt.meta.subscribed_topics())
-            leaders = self.leaders(counts)
+            # Compared with the generation's start: a controlled shutdown moves leaders in one
+            # update and removes the broker in the next.
             if counts != rt.meta.partition_counts:
                 self.prepare_rebalance(rt, "subscribed topics changed partitions")
-            elif broker_change and self.config.rebalance_on_broker_change and leaders != rt.leaders:
+            elif (
+                broker_change
+                and self.config.rebalance_on_broker_change
+                and self.leaders(counts) != rt.leaders
+            ):
                 self.prepare_rebalance(rt, "a broker change moved partition leadership")
-            rt.leaders = leaders
 
     _metadata_brokers: frozenset[int] = frozenset()
 

@@ -113,14 +113,20 @@ class GroupProtocol:
                 raise InconsistentGroupProtocolError(
                     f"no protocol in common with the members of {req.group_id!r}"
                 )
-            member = self._admit(rt, req)
+            write = rt.write()
+            member, replaced = self._admit(rt, req, write)
+            unchanged = replaced is not None and replaced.protocols == req.protocols
             member.protocols = req.protocols
             member.subscription = frozenset(subscription.topics)
             member.reported_owned = subscription.owned_partitions
             member.session_timeout_ms = req.session_timeout_ms
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
             member.last_heard_ms = now_ms()
-            write = rt.write()
+            if unchanged and meta.state is S.STABLE and meta.leader != member.member_id:
+                # A static member came back as it was: it takes its old place and assignment
+                # without a rebalance (KIP-345), which is what static membership is for.
+                await self.coordinator.apply(rt, write)
+                return self._current(rt, member)
             rt.release(meta.released_on_join(member), write)
             await self.coordinator.apply(rt, write)
             if meta.state is not S.PREPARING_REBALANCE:
@@ -128,22 +134,33 @@ class GroupProtocol:
             waiter = rt.park_join(member)
         return await waiter
 
-    def _admit(self, rt: GroupRuntime, req: JoinRequest) -> Member:
+    @staticmethod
+    def _current(rt: GroupRuntime, member: Member) -> JoinResult:
+        meta = rt.meta
+        assert meta.leader is not None
+        return JoinResult(
+            meta.generation, meta.protocol_type, meta.protocol, meta.leader, member.member_id
+        )
+
+    def _admit(
+        self, rt: GroupRuntime, req: JoinRequest, write: GroupWrite
+    ) -> tuple[Member, Member | None]:
+        """The joining member, and the static member it replaces (if any)."""
         meta = rt.meta
         if req.member_id:
             member = meta.members.get(req.member_id)
             if member is None and meta.pending_members.pop(req.member_id, None) is not None:
-                return self._add(rt, req, req.member_id)
-            return check_member(rt, req.member_id, req.instance_id)
+                return self._add(rt, req, req.member_id), None
+            return check_member(rt, req.member_id, req.instance_id), None
         if req.instance_id is not None:
             previous = meta.member_by_instance(req.instance_id)
             if previous is not None:
-                return self._replace_static(rt, previous, req)
+                return self._replace_static(rt, previous, req, write), previous
         member_id = new_member_id(req.client_id)
         if req.require_known_member_id and req.instance_id is None:
             meta.pending_members[member_id] = now_ms() + req.session_timeout_ms
             raise MemberIdRequiredError(member_id)
-        return self._add(rt, req, member_id)
+        return self._add(rt, req, member_id), None
 
     def _add(self, rt: GroupRuntime, req: JoinRequest, member_id: str) -> Member:
         if len(rt.meta.members) >= self.config.max_size:
@@ -161,31 +178,27 @@ class GroupProtocol:
         rt.meta.members[member_id] = member
         return member
 
-    def _replace_static(self, rt: GroupRuntime, previous: Member, req: JoinRequest) -> Member:
-        """A static member restarted: the new member id takes the old one's place (KIP-345).
-        The old id is fenced; what it owned passes to the new id, since it is the same
-        consumer."""
-        rt.answer_join(previous.member_id, FencedInstanceIdError("replaced by a new instance"))
-        rt.answer_sync(previous.member_id, FencedInstanceIdError("replaced by a new instance"))
+    def _replace_static(
+        self, rt: GroupRuntime, previous: Member, req: JoinRequest, write: GroupWrite
+    ) -> Member:
+        """A static member restarted: a new member id takes the old one's place, registration,
+        ownership and assignment (it is the same consumer); the old id is fenced."""
+        meta = rt.meta
+        fenced = FencedInstanceIdError(f"instance {req.instance_id!r} was replaced")
+        rt.answer_join(previous.member_id, fenced)
+        rt.answer_sync(previous.member_id, fenced)
+        del meta.members[previous.member_id]
         member = self._add(rt, req, new_member_id(req.client_id))
-        del rt.meta.members[previous.member_id]
-        for tp in rt.meta.owned_by(previous.member_id):
-            rt.meta.owners[tp] = member.member_id
-        if rt.meta.leader == previous.member_id:
-            rt.meta.leader = member.member_id
-        rt.registered.discard(previous.member_id)
-        self.coordinator.spawn(self._forget_static(rt, previous.member_id))
+        member.assignment = previous.assignment
+        if previous.member_id in rt.registered:
+            write.delete_member(previous.member_id)
+        rt.register(member, write)
+        for tp in sorted(meta.owned_by(previous.member_id)):
+            meta.owners[tp] = member.member_id
+            write.put_owner(tp, PartitionOwnerZNode(member.member_id, meta.generation), True)
+        if meta.leader == previous.member_id:
+            meta.leader = member.member_id
         return member
-
-    async def _forget_static(self, rt: GroupRuntime, old_member: str) -> None:
-        async with rt.lock:
-            write = rt.write()
-            write.delete_member(old_member)
-            for tp in sorted(rt.meta.owners):
-                if rt.meta.owners[tp] in rt.meta.members:
-                    owner = PartitionOwnerZNode(rt.meta.owners[tp], rt.meta.generation)
-                    write.put_owner(tp, owner, True)
-            await self.coordinator.apply(rt, write)
 
     # -- the rebalance -----------------------------------------------------------------------
 
