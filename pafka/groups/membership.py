@@ -113,7 +113,11 @@ class GroupMetadata:
         candidates = self.candidate_protocols()
         votes: Counter[str] = Counter()
         for member in self.members.values():
-            votes[next(name for name, _ in member.protocols if name in candidates)] += 1
+            choice = next((name for name, _ in member.protocols if name in candidates), None)
+            if choice is not None:  # members that have not rejoined yet do not vote
+                votes[choice] += 1
+        if not votes:
+            raise ValueError(f"no member of {self.group_id!r} has a protocol to vote for")
         return min(votes, key=lambda name: (-votes[name], name))
 
     def all_joined(self) -> bool:

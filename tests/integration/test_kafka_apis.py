@@ -152,7 +152,7 @@ def test_unknown_api_versions_version_gets_a_v0_answer(cluster) -> None:  # type
     assert response.error_code == 35
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     assert keys[18] == (0, 4) and keys[0] == (3, 9)
-    assert 11 not in keys, "consumer-group APIs are not served yet, so not advertised"
+    assert keys[11] == (0, 7), "JoinGroup is served, so advertised"
 
 
 def test_health_and_metrics_endpoints(cluster) -> None:  # type: ignore[no-untyped-def]
