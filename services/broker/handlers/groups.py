@@ -248,7 +248,7 @@ def _described(cls: Any, group: str, rt: GroupRuntime | None) -> Any:
         protocol_type=protocol_type,
         protocol_data=protocol,
         members=members,
-        authorized_operations=-2147483648,
+        authorized_operations=None,  # "not requested" (INT32_MIN on the wire)
     )
 
 
