@@ -11,6 +11,7 @@ class, so each boundary maps errors exactly once:
 
     PafkaError
     ├── ProtocolError            malformed frame / request; the connection is closed
+    ├── BrokerConnectionError    pafka as a client could not reach a broker
     ├── ConfigError              bad settings or topic configs (not on the wire)
     ├── CoordinationError        ZooKeeper trouble (session lost, node taken, ...)
     │   ├── BrokerIdTakenError
@@ -91,6 +92,13 @@ class ZkBadVersionError(CoordinationError):
     """A conditional ZooKeeper write lost: the znode changed since it was read."""
 
     retriable = False
+
+
+class BrokerConnectionError(PafkaError):
+    """A connection to a broker failed or closed; the request may be retried elsewhere."""
+
+    retriable = True
+    http_status = 503
 
 
 class KafkaApiError(PafkaError):

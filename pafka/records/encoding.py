@@ -128,6 +128,7 @@ def build_batch(
     *,
     base_offset: int = 0,
     timestamp_ms: int = 0,
+    timestamps_ms: Sequence[int] | None = None,
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
@@ -135,12 +136,18 @@ def build_batch(
     is_transactional: bool = False,
     compression: Codec = Codec.NONE,
 ) -> bytes:
-    """One v2 batch of ``(key, value, headers)`` records, all stamped ``timestamp_ms``."""
+    """One v2 batch of ``(key, value, headers)`` records, all stamped ``timestamp_ms`` unless
+    ``timestamps_ms`` gives each its own (stored as deltas from the first)."""
     if not records:
         raise ValueError("a record batch holds at least one record")
+    stamps = list(timestamps_ms) if timestamps_ms is not None else [timestamp_ms] * len(records)
+    if len(stamps) != len(records):
+        raise ValueError("one timestamp per record")
     compression = Codec(compression)
+    first_ms, max_ms = stamps[0], max(stamps)
     body = b"".join(
-        encode_record(i, 0, key, value, headers) for i, (key, value, headers) in enumerate(records)
+        encode_record(i, stamp - first_ms, key, value, headers)
+        for i, ((key, value, headers), stamp) in enumerate(zip(records, stamps, strict=True))
     )
     attributes = compression.id | (TRANSACTIONAL_BIT if is_transactional else 0)
     if compression is Codec.GZIP:
@@ -150,7 +157,7 @@ def build_batch(
     out = bytearray(HEADER_SIZE) + body
     HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
-        attributes, len(records) - 1, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+        attributes, len(records) - 1, first_ms, max_ms, producer_id, producer_epoch,
         base_sequence, len(records),
     )  # fmt: skip
     CRC.pack_into(out, CRC_OFFSET, crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))

@@ -1,0 +1,141 @@
+"""One pipelined Kafka-protocol connection: many requests in flight, answers matched by
+correlation id, on the sans-I/O codec (``pafka.protocol``).
+
+Kafka brokers answer a connection's requests in order, so a queue of waiters in send order is
+enough; the correlation id is still checked, and a mismatch closes the connection (a broker
+that answers out of order cannot be trusted with the rest). Any failure fails every waiter and
+marks the connection dead; the owner opens a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import struct
+from typing import Any
+
+from pafka.errors import BrokerConnectionError, PafkaError, ProtocolError
+from pafka.protocol.frames import FrameDecoder
+from pafka.protocol.messages import decode_response, encode_request
+from pafka.protocol.versions import ApiKey
+
+log = logging.getLogger(__name__)
+
+_CORRELATION = struct.Struct(">i")
+READ_CHUNK_BYTES = 256 * 1024
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+class BrokerConnection:
+    def __init__(self, host: str, port: int, *, client_id: str, max_in_flight: int = 64) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._waiting: collections.deque[tuple[int, ApiKey, int, asyncio.Future[Any]]] = (
+            collections.deque()
+        )
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._next_id = 0
+        self._failure: BaseException | None = None
+        self._write_lock = asyncio.Lock()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        return self._writer is not None and self._failure is None
+
+    async def open(self, timeout_s: float = 10.0) -> None:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout_s
+            )
+        except (OSError, TimeoutError) as exc:
+            raise BrokerConnectionError(
+                f"cannot connect to {self.host}:{self.port}: {exc}"
+            ) from exc
+        self._writer = writer
+        self._reader_task = asyncio.create_task(self._read(reader))
+
+    async def call(self, api: ApiKey, version: int, body: Any, timeout_s: float = 60.0) -> Any:
+        """Send one request and wait for its decoded response body."""
+        async with self._slots:
+            if not self.alive:
+                raise BrokerConnectionError(f"connection to {self.host}:{self.port} is closed")
+            assert self._writer is not None
+            self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+            correlation_id = self._next_id
+            frame = encode_request(api, version, body, correlation_id, self.client_id)
+            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            async with self._write_lock:  # waiters must queue in the order frames are sent
+                self._waiting.append((correlation_id, api, version, future))
+                self._writer.write(frame)
+            try:
+                await self._writer.drain()
+                return await asyncio.wait_for(asyncio.shield(future), timeout_s)
+            except (OSError, ConnectionError) as exc:
+                self._fail(BrokerConnectionError(f"{self.host}:{self.port}: {exc}"))
+                raise BrokerConnectionError(f"{self.host}:{self.port}: {exc}") from exc
+            except TimeoutError as exc:
+                # The answer may still come; later answers would then be matched wrongly.
+                self._fail(
+                    BrokerConnectionError(f"{self.host}:{self.port}: no answer in {timeout_s}s")
+                )
+                raise BrokerConnectionError(
+                    f"{api.name} to {self.host}:{self.port} timed out"
+                ) from exc
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        decoder = FrameDecoder(MAX_RESPONSE_BYTES)
+        try:
+            while True:
+                data = await reader.read(READ_CHUNK_BYTES)
+                if not data:
+                    raise BrokerConnectionError(f"{self.host}:{self.port} closed the connection")
+                decoder.feed(data)
+                while (frame := decoder.next_frame()) is not None:
+                    self._deliver(frame)
+        except (OSError, PafkaError) as exc:
+            self._fail(exc if isinstance(exc, PafkaError) else BrokerConnectionError(str(exc)))
+        except asyncio.CancelledError:
+            self._fail(BrokerConnectionError("connection closed"))
+
+    def _deliver(self, frame: bytes) -> None:
+        if not self._waiting:
+            raise ProtocolError(f"{self.host}:{self.port} sent an unrequested response")
+        correlation_id, api, version, future = self._waiting.popleft()
+        (got,) = _CORRELATION.unpack_from(frame, 0)
+        if got != correlation_id:
+            raise ProtocolError(f"expected correlation id {correlation_id}, got {got}")
+        try:
+            response = decode_response(api, version, frame)
+        except ProtocolError as exc:
+            if not future.done():
+                future.set_exception(exc)
+            return
+        if not future.done():
+            future.set_result(response)
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._failure is None:
+            self._failure = exc
+            log.debug("connection to %s:%d failed: %s", self.host, self.port, exc)
+        while self._waiting:
+            future = self._waiting.popleft()[3]
+            if not future.done():
+                future.set_exception(BrokerConnectionError(str(exc)))
+        if self._writer is not None:
+            self._writer.close()
+
+    async def close(self) -> None:
+        self._fail(BrokerConnectionError("closed"))
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader_task

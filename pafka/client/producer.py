@@ -1,0 +1,192 @@
+"""A coalescing producer: concurrent sends share Produce requests, as a producer's linger does.
+
+Each :meth:`Producer.send` builds one record batch for one partition and parks it. The first
+parked batch starts a linger timer; when it fires, every parked batch goes out at once, one
+Produce request per leader broker (batches for the same partition concatenated: a record set
+may hold several batches, appended contiguously, so each send's base offset follows from the
+ones before it). A REST gateway serving many small concurrent requests thus writes them in a
+few large requests.
+
+A send is answered with its offsets only when the broker acknowledged it. Errors that prove
+nothing was appended (not the leader, no leader yet) are retried after a metadata refresh;
+anything else, including a lost connection, is reported, never retried, so a caller is never
+told a record was written twice or written when it was not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pafka.client.cluster import ClusterClient
+from pafka.errors import (
+    LeaderNotAvailableError,
+    NotLeaderOrFollowerError,
+    PafkaError,
+    RequestTimedOutError,
+    for_code,
+)
+from pafka.protocol.messages import request_class
+from pafka.protocol.versions import ApiKey
+from pafka.records.encoding import build_batch
+
+log = logging.getLogger(__name__)
+
+PRODUCE_VERSION = 8
+RETRIABLE_UNAPPENDED = (NotLeaderOrFollowerError, LeaderNotAvailableError)
+
+
+@dataclass(frozen=True)
+class OutgoingRecord:
+    value: bytes | None
+    key: bytes | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Appended:
+    """Where a send's records landed: offsets ``base_offset .. base_offset + count - 1``."""
+
+    partition: int
+    base_offset: int
+    timestamp_ms: int
+
+
+@dataclass
+class _Parked:
+    topic: str
+    partition: int
+    batch: bytes
+    count: int
+    acks: int
+    future: asyncio.Future[Appended]
+    attempts: int = 0
+
+
+@dataclass
+class _Linger:
+    parked: list[_Parked] = field(default_factory=list)
+    timer: asyncio.TimerHandle | None = None
+
+
+class Producer:
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        *,
+        linger_ms: float = 2.0,
+        request_timeout_ms: int = 30_000,
+        max_attempts: int = 5,
+    ) -> None:
+        self.cluster = cluster
+        self.linger_ms = linger_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.max_attempts = max_attempts
+        self._lingering = _Linger()
+        self._inflight: set[asyncio.Task[None]] = set()
+
+    async def send(
+        self, topic: str, partition: int, records: Sequence[OutgoingRecord], acks: int = -1
+    ) -> Appended:
+        now = int(time.time() * 1000)
+        batch = build_batch(
+            [(r.key, r.value, r.headers) for r in records],
+            timestamps_ms=[now if r.timestamp_ms is None else r.timestamp_ms for r in records],
+        )
+        future: asyncio.Future[Appended] = asyncio.get_running_loop().create_future()
+        self._park(_Parked(topic, partition, batch, len(records), acks, future))
+        return await future
+
+    def _park(self, parked: _Parked) -> None:
+        lingering = self._lingering
+        lingering.parked.append(parked)
+        if lingering.timer is None:
+            loop = asyncio.get_running_loop()
+            lingering.timer = loop.call_later(self.linger_ms / 1000, self._flush)
+
+    def _flush(self) -> None:
+        parked, self._lingering = self._lingering.parked, _Linger()
+        task = asyncio.ensure_future(self._send_all(parked))
+        self._inflight.add(task)
+        task.add_done_callback(self._inflight.discard)
+
+    async def _send_all(self, parked: list[_Parked]) -> None:
+        by_broker: dict[tuple[int, int], list[_Parked]] = {}
+        for item in parked:
+            try:
+                leader = await self.cluster.leader(item.topic, item.partition)
+            except PafkaError as exc:
+                self._settle(item, exc)
+                continue
+            by_broker.setdefault((leader, item.acks), []).append(item)
+        await asyncio.gather(
+            *(self._produce(broker, acks, items) for (broker, acks), items in by_broker.items())
+        )
+
+    async def _produce(self, broker: int, acks: int, items: list[_Parked]) -> None:
+        cls = request_class(ApiKey.PRODUCE)[PRODUCE_VERSION]
+        by_partition: dict[tuple[str, int], list[_Parked]] = {}
+        for item in items:
+            by_partition.setdefault((item.topic, item.partition), []).append(item)
+        topics: dict[str, list[object]] = {}
+        for (topic, partition), group in by_partition.items():
+            topics.setdefault(topic, []).append(
+                cls.TopicProduceData.PartitionProduceData(
+                    index=partition, records=b"".join(i.batch for i in group)
+                )
+            )
+        body = cls(
+            transactional_id=None,
+            acks=acks,
+            timeout_ms=self.request_timeout_ms,
+            topic_data=[cls.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
+        )
+        try:
+            response = await self.cluster.call(broker, ApiKey.PRODUCE, PRODUCE_VERSION, body)
+        except PafkaError as exc:
+            for item in items:
+                self._settle(item, exc)
+            return
+        for t in response.responses:
+            for p in t.partition_responses:
+                group = by_partition.pop((t.name, p.index), [])
+                self._answer(group, p)
+        for group in by_partition.values():  # not in the response: the broker lost track
+            for item in group:
+                self._settle(item, RequestTimedOutError("no answer for this partition"))
+
+    def _answer(self, group: list[_Parked], answer: object) -> None:
+        code = int(getattr(answer, "error_code", 0))
+        if code:
+            error = for_code(code, getattr(answer, "error_message", None) or "")
+            for item in group:
+                self._settle(item, error)
+            return
+        offset = int(getattr(answer, "base_offset", -1))
+        timestamp = int(getattr(answer, "log_append_time_ms", -1))
+        for item in group:
+            appended = Appended(item.partition, offset, timestamp)
+            if not item.future.done():
+                item.future.set_result(appended)
+            offset += item.count
+
+    def _settle(self, item: _Parked, error: PafkaError) -> None:
+        """Fail a send, or park it again when the error proves nothing was appended."""
+        if isinstance(error, RETRIABLE_UNAPPENDED) and item.attempts + 1 < self.max_attempts:
+            item.attempts += 1
+            self.cluster.topics.pop(item.topic, None)  # the next send looks the leader up again
+            asyncio.get_running_loop().call_later(0.05 * item.attempts, self._park, item)
+            return
+        if not item.future.done():
+            item.future.set_exception(error)
+
+    async def close(self) -> None:
+        if self._lingering.timer is not None:
+            self._lingering.timer.cancel()
+            self._flush()
+        if self._inflight:
+            await asyncio.gather(*self._inflight, return_exceptions=True)
