@@ -12,6 +12,7 @@ class, so each boundary maps errors exactly once:
     PafkaError
     ├── ProtocolError            malformed frame / request; the connection is closed
     ├── BrokerConnectionError    pafka as a client could not reach a broker
+    ├── RestError                a gateway request is unacceptable (carries a REST error code)
     ├── ConfigError              bad settings or topic configs (not on the wire)
     ├── CoordinationError        ZooKeeper trouble (session lost, node taken, ...)
     │   ├── BrokerIdTakenError
@@ -99,6 +100,19 @@ class BrokerConnectionError(PafkaError):
 
     retriable = True
     http_status = 503
+
+
+class RestError(PafkaError):
+    """A gateway request the gateway refuses as such (bad body, wrong content type, limits).
+
+    ``rest_code`` is the Confluent REST Proxy error code users match on (e.g. 42201 invalid
+    key, 40601 format mismatch); the HTTP status is its first three digits.
+    """
+
+    def __init__(self, rest_code: int, message: str) -> None:
+        super().__init__(message)
+        self.rest_code = rest_code
+        self.http_status = rest_code // 100
 
 
 class KafkaApiError(PafkaError):

@@ -22,6 +22,7 @@ def register(sub: Any) -> None:
     up = verbs.add_parser("up", help="start a local cluster in the background")
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--controllers", type=int, default=2)
+    up.add_argument("--gateways", type=int, default=1, help="REST gateways to start")
     up.add_argument("--data-dir", type=Path, default=None)
     up.add_argument("--zookeeper", help="use this ZooKeeper instead of starting one")
     up.set_defaults(handler=cluster_up)
@@ -40,6 +41,8 @@ def print_endpoints(endpoints: dict[str, Any]) -> None:
         print(f"broker {broker_id}:          {urls['kafka']}  metrics {urls['metrics']}")
     for controller_id, urls in endpoints["controllers"].items():
         print(f"controller {controller_id}:      {urls['status']}  metrics {urls['metrics']}")
+    for gateway_id, url in endpoints.get("gateways", {}).items():
+        print(f"gateway {gateway_id}:         {url}  docs {url}/docs  metrics {url}/metrics")
 
 
 def cluster_up(args: argparse.Namespace) -> int:
@@ -52,7 +55,11 @@ def cluster_up(args: argparse.Namespace) -> int:
         print_endpoints(existing.endpoints())
         return 0
     cluster = LocalCluster(
-        data_dir, brokers=args.brokers, controllers=args.controllers, zookeeper=args.zookeeper
+        data_dir,
+        brokers=args.brokers,
+        controllers=args.controllers,
+        zookeeper=args.zookeeper,
+        gateways=args.gateways,
     )
     cluster.start(detach=True)
     print(f"pafka cluster is up (state in {data_dir / 'cluster.json'})")

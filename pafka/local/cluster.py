@@ -26,6 +26,7 @@ STATE_FILE = "cluster.json"
 DEFAULT_BROKER_PORT = 9092
 DEFAULT_BROKER_HTTP_PORT = 8091
 DEFAULT_CONTROLLER_HTTP_PORT = 8090
+DEFAULT_GATEWAY_PORT = 8082
 HOST = "127.0.0.1"
 
 
@@ -50,7 +51,7 @@ def _pick_port(preferred: int, taken: set[int]) -> int:
 
 @dataclass
 class ServiceProcess:
-    kind: str  # "broker" | "controller"
+    kind: str  # "broker" | "controller" | "gateway"
     id: int
     http_port: int
     log_path: str
@@ -98,6 +99,7 @@ class LocalCluster:
         controllers: int = 2,
         zookeeper: str | None = None,
         broker_env: dict[str, str] | None = None,
+        gateways: int = 0,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.zookeeper_connect = zookeeper
@@ -117,6 +119,8 @@ class LocalCluster:
             broker = self._add("broker", i, http)
             broker.port = port
             broker.data_dir = str(self.data_dir / f"broker-{i}" / "data")
+        for i in range(1, gateways + 1):
+            self._add("gateway", i, _pick_port(DEFAULT_GATEWAY_PORT + 10 * (i - 1), taken))
         self.broker_env = broker_env or {}
 
     def _add(self, kind: str, i: int, http_port: int) -> ServiceProcess:
@@ -133,6 +137,9 @@ class LocalCluster:
 
     def controllers(self) -> list[ServiceProcess]:
         return [s for s in self.services.values() if s.kind == "controller"]
+
+    def gateways(self) -> list[ServiceProcess]:
+        return [s for s in self.services.values() if s.kind == "gateway"]
 
     def broker(self, broker_id: int) -> ServiceProcess:
         return self.services[f"broker-{broker_id}"]
@@ -169,6 +176,12 @@ class LocalCluster:
 
     def _environment(self, service: ServiceProcess) -> dict[str, str]:
         assert self.zookeeper_connect is not None
+        if service.kind == "gateway":
+            return {
+                "PAFKA_GATEWAY_ZOOKEEPER": self.zookeeper_connect,
+                "PAFKA_GATEWAY_HOST": HOST,
+                "PAFKA_GATEWAY_PORT": str(service.http_port),
+            }
         if service.kind == "controller":
             return {
                 "PAFKA_CONTROLLER_ID": str(service.id),
@@ -232,8 +245,8 @@ class LocalCluster:
             child.poll()
 
     def stop(self, grace_s: float = 20.0) -> None:
-        # Brokers first, while a controller can still run their controlled shutdowns.
-        for group in (self.brokers(), self.controllers()):
+        # Gateways, then brokers while a controller can still run their controlled shutdowns.
+        for group in (self.gateways(), self.brokers(), self.controllers()):
             for service in group:
                 self.send_signal(service, signal.SIGTERM)
             deadline = time.monotonic() + grace_s
@@ -300,6 +313,7 @@ class LocalCluster:
                 c.id: {"status": c.http_url + "/status", "metrics": c.http_url + "/metrics"}
                 for c in self.controllers()
             },
+            "gateways": {g.id: g.http_url for g in self.gateways()},
         }
 
     def write_state(self) -> None:

@@ -1,1 +1,1 @@
-"""The REST gateway (design §6). Not built yet: `pafka gateway` says so and exits 2."""
+"""The REST gateway (design §6): a stateless FastAPI face over the brokers and ZooKeeper."""

@@ -1,0 +1,7 @@
+"""One router per resource; the app includes every router listed here."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+ROUTERS: list[APIRouter] = []

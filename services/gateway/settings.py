@@ -1,0 +1,72 @@
+"""The gateway's settings: one typed, immutable object read from ``PAFKA_GATEWAY_*``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pafka.envconfig import Env
+from pafka.errors import ConfigError
+
+PREFIX = "PAFKA_GATEWAY_"
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    zookeeper: str | None = "127.0.0.1:2181"
+    # HOST:PORT,... of brokers; used when no ZooKeeper is given (or before it answers).
+    bootstrap: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 8082
+    zk_session_timeout_ms: int = 6000
+    # How long concurrent produce requests wait to share one Produce request.
+    linger_ms: float = 2.0
+    request_timeout_ms: int = 30_000
+    max_body_bytes: int = 16 * 1024 * 1024
+    max_records_per_request: int = 10_000
+    max_poll_ms: int = 30_000
+    max_fetch_bytes: int = 8 * 1024 * 1024
+    consumer_instance_timeout_ms: int = 300_000
+    # A file of "token topic-pattern[,topic-pattern...]" lines; none: no authentication.
+    tokens_file: Path | None = None
+    log_level: str = "INFO"
+
+    def bootstrap_addresses(self) -> list[tuple[str, int]]:
+        found = []
+        for item in (self.bootstrap or "").split(","):
+            if not item.strip():
+                continue
+            host, _, port = item.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ConfigError(f"{PREFIX}BOOTSTRAP entry {item!r} is not HOST:PORT")
+            found.append((host, int(port)))
+        return found
+
+    @classmethod
+    def from_env(cls, values: Mapping[str, str] | None = None) -> GatewaySettings:
+        env = Env.of(PREFIX, values)
+        settings = cls(
+            zookeeper=env.raw("ZOOKEEPER")
+            if env.raw("BOOTSTRAP")
+            else env.text("ZOOKEEPER", "127.0.0.1:2181"),
+            bootstrap=env.raw("BOOTSTRAP"),
+            host=env.text("HOST", cls.host),
+            port=env.integer("PORT", cls.port),
+            zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
+            linger_ms=env.integer("LINGER_MS", 2),
+            request_timeout_ms=env.integer("REQUEST_TIMEOUT_MS", 30_000, minimum=100),
+            max_body_bytes=env.integer("MAX_BODY_BYTES", cls.max_body_bytes, minimum=1024),
+            max_records_per_request=env.integer(
+                "MAX_RECORDS_PER_REQUEST", cls.max_records_per_request, minimum=1
+            ),
+            max_poll_ms=env.integer("MAX_POLL_MS", cls.max_poll_ms),
+            max_fetch_bytes=env.integer("MAX_FETCH_BYTES", cls.max_fetch_bytes, minimum=1024),
+            consumer_instance_timeout_ms=env.integer(
+                "CONSUMER_INSTANCE_TIMEOUT_MS", cls.consumer_instance_timeout_ms, minimum=1000
+            ),
+            tokens_file=Path(raw) if (raw := env.raw("TOKENS_FILE")) else None,
+            log_level=env.text("LOG_LEVEL", "INFO").upper(),
+        )
+        settings.bootstrap_addresses()
+        return settings
