@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from pafka.zk.znodes import BROKER_IDS, BrokerInfo
 log = logging.getLogger(__name__)
 
 METADATA_VERSION = 9
+MAX_SPARE_CONNECTIONS = 8
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class ClusterClient:
         self._bootstrap = list(bootstrap)
         self._connections: dict[tuple[str, int], BrokerConnection] = {}
         self._connecting: dict[tuple[str, int], asyncio.Lock] = {}
+        # Idle connections lent out one request at a time (see exclusive()).
+        self._spare: dict[tuple[str, int], list[BrokerConnection]] = {}
         self._refresh_lock = asyncio.Lock()
 
     async def start(self, timeout_s: float = 30.0) -> None:
@@ -85,7 +89,11 @@ class ClusterClient:
     async def close(self) -> None:
         for connection in list(self._connections.values()):
             await connection.close()
+        for spares in self._spare.values():
+            for connection in spares:
+                await connection.close()
         self._connections.clear()
+        self._spare.clear()
 
     async def _on_brokers(self, children: list[str]) -> None:
         assert self.zk is not None
@@ -120,6 +128,30 @@ class ClusterClient:
             await connection.open()
             self._connections[address] = connection
             return connection
+
+    @asynccontextmanager
+    async def exclusive(self, broker_id: int) -> AsyncIterator[BrokerConnection]:
+        """A connection of the caller's own for a request the broker may hold (JoinGroup,
+        SyncGroup, a long-poll Fetch): a broker answers each connection in order, so such a
+        request on the shared connection would hold up every request behind it."""
+        address = self.brokers.get(broker_id)
+        if address is None:
+            raise BrokerConnectionError(f"broker {broker_id} is not registered")
+        spares = self._spare.setdefault(address, [])
+        connection = None
+        while spares and connection is None:
+            candidate = spares.pop()
+            connection = candidate if candidate.alive else None
+        if connection is None:
+            connection = BrokerConnection(*address, client_id=self.client_id)
+            await connection.open()
+        try:
+            yield connection
+        finally:
+            if connection.alive and len(spares) < MAX_SPARE_CONNECTIONS:
+                spares.append(connection)
+            else:
+                await connection.close()
 
     def _addresses(self) -> list[tuple[str, int]]:
         known = list(self.brokers.values())

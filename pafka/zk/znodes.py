@@ -28,6 +28,7 @@ PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 CONSUMERS = "/consumers"
+GATEWAY = "/gateway"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 # Persistent parents created once at start-up by whichever process comes first.
@@ -563,6 +564,36 @@ class CommittedOffsetZNode:
             metadata=str(p.get("metadata") or ""),
             commit_timestamp_ms=int(p.get("commit_timestamp", 0)),
         )
+
+
+class GatewayZNodes:
+    """``/gateway/...``: what the stateless gateways share, so any replica serves any request.
+
+    ``consumers/{group}/{instance}`` holds a REST Proxy v2 consumer instance (format,
+    subscription or assignment, positions, group membership, last use); ``idempotency/{key}``
+    holds the outcome of a produce request carrying an idempotency key. Payload codecs live
+    with the gateway code that owns them; the paths live here.
+    """
+
+    @staticmethod
+    def consumers_path() -> str:
+        return f"{GATEWAY}/consumers"
+
+    @staticmethod
+    def consumer_group_path(group: str) -> str:
+        return f"{GATEWAY}/consumers/{group}"
+
+    @staticmethod
+    def consumer_instance_path(group: str, instance: str) -> str:
+        return f"{GATEWAY}/consumers/{group}/{instance}"
+
+    @staticmethod
+    def idempotency_root() -> str:
+        return f"{GATEWAY}/idempotency"
+
+    @staticmethod
+    def idempotency_path(key: str) -> str:
+        return f"{GATEWAY}/idempotency/{key}"
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,11 @@ class ClusterHandle:
     def bootstrap(self) -> str:
         return str(self.local.bootstrap)
 
+    @property
+    def gateways(self) -> list[str]:
+        """Base URLs of the cluster's REST gateways (two, to show any replica serves)."""
+        return [g.http_url for g in self.local.gateways()]
+
     def close(self) -> None:
         self.zk.stop()
         self.zk.close()
@@ -119,6 +124,7 @@ def cluster(
         controllers=2,
         zookeeper=cluster_zookeeper.connect_string,
         broker_env=TEST_BROKER_ENV,
+        gateways=2,
     )
     local.start()
     handle = ClusterHandle(local, cluster_zookeeper.connect_string)
