@@ -19,7 +19,6 @@ from pafka.local.cluster import LocalCluster
 from pafka.local.zookeeper import ZooKeeperServer
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo, PartitionState
 
-
 # Kafka waits 3 s before the first rebalance of an empty group so that members starting together
 # land in one generation; tests start their members together and need not wait that long.
 TEST_BROKER_ENV = {"PAFKA_BROKER_GROUP_INITIAL_REBALANCE_DELAY_MS": "300"}
