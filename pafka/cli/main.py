@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import clients, cluster, services, topics
+from pafka.cli import clients, cluster, groups, services, topics
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster.register(sub)
     topics.register(sub)
     clients.register(sub)
+    groups.register(sub)
     return parser
 
 
