@@ -6,8 +6,9 @@ Nothing here holds per-consumer state: a request can go to any gateway replica.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 
 from pafka.client.cluster import ClusterClient
 from pafka.client.producer import Producer
@@ -50,3 +51,7 @@ def context(request: Request) -> GatewayContext:
     """The FastAPI dependency routes take: ``ctx: GatewayContext = Depends(context)``."""
     ctx: GatewayContext = request.app.state.ctx
     return ctx
+
+
+Ctx = Annotated[GatewayContext, Depends(context)]
+"""Annotate a route parameter with this to receive the context: ``ctx: Ctx``."""

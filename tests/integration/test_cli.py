@@ -41,7 +41,7 @@ def test_cluster_topics_produce_consume(tmp_path: Path, zookeeper: ZooKeeperServ
     try:
         status = pafka(home, "cluster", "status")
         assert status.returncode == 0, status.stdout + status.stderr
-        assert status.stdout.count("ready") == 3
+        assert status.stdout.count("ready") == 4  # 2 brokers, 1 controller, 1 gateway
 
         created = pafka(
             home, "topics", "create", "cli-demo", "--partitions", "4", "--replication-factor", "2"

@@ -400,6 +400,11 @@ class GroupProtocol:
         await self.coordinator.apply(rt, write)
         if rt.meta.state in (S.STABLE, S.COMPLETING_REBALANCE):
             self.prepare_rebalance(rt, why)
+        if rt.meta.state is S.PREPARING_REBALANCE and not rt.meta.members:
+            # Nobody is left to wait for: the group is Empty when the last leave is answered,
+            # as in Kafka, so tools that act on empty groups can follow at once.
+            rt.meta.pending_members.clear()
+            await self._complete_join(rt)
 
     async def sweep(self, rt: GroupRuntime) -> None:
         """Expire silent members and pending ids; drop members that never sent SyncGroup."""
