@@ -1,0 +1,313 @@
+"""Stateless reads of one partition: records from an offset, and the partition's offset range.
+
+Each call goes to the partition's current leader with the leader epoch the metadata names, so a
+deposed leader cannot answer. When the broker says it is not (or no longer, or not yet) the
+leader, or the connection drops, metadata is refreshed and the request goes again: a read
+changes nothing, so retrying it is always safe. A long poll (``max_wait_ms > 0``) borrows a
+connection of its own, because a broker answers each connection strictly in order and a held
+Fetch would stall every request queued behind it on the shared one.
+
+The broker answers with whole batches starting at the batch that *holds* the requested offset,
+so the records before it are dropped here (:func:`select_records`, pure), as are records past
+the high watermark and past ``max_records``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pafka.client.cluster import ClusterClient, PartitionLeader
+from pafka.errors import (
+    BrokerConnectionError,
+    FencedLeaderEpochError,
+    KafkaApiError,
+    LeaderNotAvailableError,
+    NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
+    PafkaError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+    for_code,
+)
+from pafka.protocol.messages import request_class
+from pafka.protocol.versions import ApiKey
+from pafka.records.batch import HEADER_SIZE, Buffer, check_batch, read_header
+from pafka.records.encoding import Header, decode_records
+
+FETCH_VERSION = 11  # the last non-flexible version with leader epochs
+LIST_OFFSETS_VERSION = 5
+EARLIEST = -2
+LATEST = -1
+MAX_ATTEMPTS = 6
+RETRY_BACKOFF_S = 0.1
+# A held Fetch is answered after max_wait_ms; allow this much more before giving up on it.
+ANSWER_MARGIN_S = 15.0
+# Errors after which the leader may be elsewhere now; nothing else is worth a second try.
+LEADER_MOVED = (
+    NotLeaderOrFollowerError,
+    LeaderNotAvailableError,
+    FencedLeaderEpochError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+    BrokerConnectionError,
+)
+
+T = TypeVar("T")
+
+
+class TimestampType(enum.StrEnum):
+    CREATE_TIME = "CREATE_TIME"
+    LOG_APPEND_TIME = "LOG_APPEND_TIME"
+
+
+@dataclass(frozen=True)
+class FetchedRecord:
+    offset: int
+    timestamp_ms: int
+    timestamp_type: TimestampType
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    records: list[FetchedRecord]
+    high_watermark: int
+    log_start_offset: int
+    # Where the next read should start: past the last record returned, or past batches that
+    # held nothing readable (control batches, compacted gaps), never before the asked offset.
+    next_offset: int
+
+
+def select_records(
+    data: Buffer, offset: int, *, max_records: int, high_watermark: int
+) -> tuple[list[FetchedRecord], int]:
+    """The records of ``data`` (whole batches) from ``offset`` on, at most ``max_records``,
+    none at or past ``high_watermark``; and the offset to read from next.
+
+    A truncated last batch (a broker may cut a response at its size limit) is left for the next
+    read. Each batch's CRC is checked before its records are trusted.
+    """
+    records: list[FetchedRecord] = []
+    position = offset
+    pos = 0
+    while len(data) - pos >= HEADER_SIZE and position < high_watermark:
+        header = read_header(data, pos)
+        if pos + header.size > len(data):
+            break
+        if header.next_offset > position:
+            batch = memoryview(data)[pos : pos + header.size]
+            check_batch(batch, 0, header)
+            kind = (
+                TimestampType.LOG_APPEND_TIME
+                if header.log_append_time
+                else TimestampType.CREATE_TIME
+            )
+            for record in decode_records(batch):
+                if record.offset < position:
+                    continue
+                if record.offset >= high_watermark:
+                    return records, high_watermark
+                records.append(
+                    FetchedRecord(
+                        record.offset,
+                        record.timestamp,
+                        kind,
+                        record.key,
+                        record.value,
+                        tuple(record.headers),
+                    )
+                )
+                position = record.offset + 1
+                if len(records) >= max_records:
+                    return records, position
+            position = max(position, min(header.next_offset, high_watermark))
+        pos += header.size
+    return records, position
+
+
+# -- talking to the leader ---------------------------------------------------------------------
+
+
+async def _partition(
+    cluster: ClusterClient, topic: str, partition: int, *, refresh: bool
+) -> PartitionLeader:
+    info = await cluster.topic(topic, refresh=refresh)
+    found = info.partitions.get(partition)
+    if found is None:
+        raise UnknownTopicOrPartitionError(f"topic {topic!r} has no partition {partition}")
+    if found.leader < 0:
+        raise LeaderNotAvailableError(f"{topic}-{partition} has no leader right now")
+    return found
+
+
+async def _on_leader(
+    cluster: ClusterClient,
+    topic: str,
+    partition: int,
+    attempt: Callable[[PartitionLeader], Awaitable[T]],
+) -> T:
+    """Run ``attempt`` against the current leader, refreshing metadata when it moved."""
+    refresh = False
+    for tries in range(1, MAX_ATTEMPTS + 1):
+        try:
+            leader = await _partition(cluster, topic, partition, refresh=refresh)
+            return await attempt(leader)
+        except LEADER_MOVED:
+            if tries == MAX_ATTEMPTS:
+                raise
+            refresh = True
+            await asyncio.sleep(RETRY_BACKOFF_S * tries)
+    raise AssertionError("unreachable")
+
+
+def _raise_for(code: int, topic: str, partition: int) -> None:
+    if code:
+        error: KafkaApiError = for_code(code)
+        raise for_code(code, f"{topic}-{partition}: {error.message}")
+
+
+async def fetch(
+    cluster: ClusterClient,
+    topic: str,
+    partition: int,
+    offset: int,
+    *,
+    max_records: int,
+    max_bytes: int,
+    max_wait_ms: int,
+) -> FetchResult:
+    """Up to ``max_records`` records of ``topic``-``partition`` from ``offset`` (waiting up to
+    ``max_wait_ms`` for the first one). An offset outside the log raises
+    :class:`OffsetOutOfRangeError` naming the partition's range."""
+    if offset < 0 or max_records < 1 or max_bytes < 1 or max_wait_ms < 0:
+        raise ValueError("offset and max_wait_ms must be >= 0, max_records and max_bytes >= 1")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_ms / 1000
+    position = offset
+    while True:
+        wait_ms = max(int((deadline - loop.time()) * 1000), 0)
+        try:
+            result = await _fetch_once(cluster, topic, partition, position, max_bytes, wait_ms)
+        except OffsetOutOfRangeError:
+            raise await _out_of_range(cluster, topic, partition, position) from None
+        records, next_offset = select_records(
+            result[0], position, max_records=max_records, high_watermark=result[1]
+        )
+        # Batches holding nothing readable from here were skipped: read on if time is left.
+        if records or next_offset <= position or loop.time() >= deadline:
+            return FetchResult(records, result[1], result[2], max(next_offset, offset))
+        position = next_offset
+
+
+async def _fetch_once(
+    cluster: ClusterClient, topic: str, partition: int, offset: int, max_bytes: int, wait_ms: int
+) -> tuple[bytes, int, int]:
+    """(record bytes, high watermark, log start offset) of one Fetch from the leader."""
+    cls = request_class(ApiKey.FETCH)[FETCH_VERSION]
+
+    async def attempt(leader: PartitionLeader) -> tuple[bytes, int, int]:
+        body = cls(
+            replica_id=-1,
+            max_wait_ms=wait_ms,
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[
+                cls.FetchTopic(
+                    topic=topic,
+                    partitions=[
+                        cls.FetchTopic.FetchPartition(
+                            partition=partition,
+                            current_leader_epoch=leader.leader_epoch,
+                            fetch_offset=offset,
+                            log_start_offset=-1,
+                            partition_max_bytes=max_bytes,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+        response = await _send(cluster, leader.leader, body, wait_ms)
+        for t in response.responses:
+            for p in t.partitions:
+                if t.topic == topic and p.partition_index == partition:
+                    _raise_for(p.error_code, topic, partition)
+                    return bytes(p.records or b""), p.high_watermark, p.log_start_offset
+        raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the Fetch response")
+
+    return await _on_leader(cluster, topic, partition, attempt)
+
+
+async def _send(cluster: ClusterClient, broker: int, body: Any, wait_ms: int) -> Any:
+    if wait_ms <= 0:
+        return await cluster.call(broker, ApiKey.FETCH, FETCH_VERSION, body)
+    async with cluster.exclusive(broker) as connection:
+        return await connection.call(
+            ApiKey.FETCH, FETCH_VERSION, body, timeout_s=wait_ms / 1000 + ANSWER_MARGIN_S
+        )
+
+
+async def _out_of_range(
+    cluster: ClusterClient, topic: str, partition: int, offset: int
+) -> OffsetOutOfRangeError:
+    try:
+        beginning, end = await offsets(cluster, topic, partition)
+    except PafkaError:
+        return OffsetOutOfRangeError(f"offset {offset} is out of range for {topic}-{partition}")
+    return OffsetOutOfRangeError(
+        f"offset {offset} is out of range for {topic}-{partition}: "
+        f"records are kept from {beginning} to {end}"
+    )
+
+
+async def offsets(cluster: ClusterClient, topic: str, partition: int) -> tuple[int, int]:
+    """(log start offset, high watermark): the first readable offset and the next to be
+    written, as a consumer sees them."""
+    beginning, end = await asyncio.gather(
+        _list_offset(cluster, topic, partition, EARLIEST),
+        _list_offset(cluster, topic, partition, LATEST),
+    )
+    return beginning, end
+
+
+async def _list_offset(cluster: ClusterClient, topic: str, partition: int, which: int) -> int:
+    cls = request_class(ApiKey.LIST_OFFSETS)[LIST_OFFSETS_VERSION]
+
+    async def attempt(leader: PartitionLeader) -> int:
+        body = cls(
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                cls.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        cls.ListOffsetsTopic.ListOffsetsPartition(
+                            partition_index=partition,
+                            current_leader_epoch=leader.leader_epoch,
+                            timestamp=which,
+                        )
+                    ],
+                )
+            ],
+        )
+        response = await cluster.call(
+            leader.leader, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body
+        )
+        for t in response.topics:
+            for p in t.partitions:
+                if t.name == topic and p.partition_index == partition:
+                    _raise_for(p.error_code, topic, partition)
+                    return int(p.offset)
+        raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the ListOffsets answer")
+
+    return await _on_leader(cluster, topic, partition, attempt)

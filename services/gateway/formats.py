@@ -1,0 +1,289 @@
+"""REST Proxy v2 bodies: content types, produce requests in, records out. Pure functions.
+
+Two embedded formats, named by the media type (REST Proxy's convention)::
+
+    application/vnd.kafka.json.v2+json     keys and values are JSON; stored as compact UTF-8 JSON
+    application/vnd.kafka.binary.v2+json   keys and values are base64 strings; stored as bytes
+    application/json                       taken as the JSON format
+
+A produce body is ``{"records": [{"key", "value", "partition", "headers", "timestamp"}]}``;
+only ``value`` matters to most callers (absent means null). Header values are base64 in both
+formats, because headers are bytes whatever the record format. Every refusal is a
+:class:`RestError` naming the record at fault, so a caller never sees a 500 for bad input.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from pafka.client.fetcher import FetchedRecord
+from pafka.client.producer import OutgoingRecord
+from pafka.errors import RestError
+
+V2 = "application/vnd.kafka.v2+json"
+V2_JSON = "application/vnd.kafka.json.v2+json"
+V2_BINARY = "application/vnd.kafka.binary.v2+json"
+PLAIN_JSON = "application/json"
+UNSUPPORTED_EMBEDDED = ("avro", "protobuf", "jsonschema")
+
+MALFORMED_BODY = 40001
+INVALID_REQUEST = 42200
+INVALID_KEY = 42201
+INVALID_VALUE = 42202
+NOT_ACCEPTABLE = 40601
+BODY_TOO_LARGE = 41301
+TOO_MANY_RECORDS = 41302
+UNSUPPORTED_MEDIA_TYPE = 41501
+MAX_TIMESTAMP_MS = 2**63 - 1
+
+
+class EmbeddedFormat(enum.StrEnum):
+    JSON = "json"
+    BINARY = "binary"
+
+    @property
+    def media_type(self) -> str:
+        return V2_JSON if self is EmbeddedFormat.JSON else V2_BINARY
+
+
+class ErrorBody(BaseModel):
+    """Every error the gateway answers."""
+
+    error_code: int = Field(examples=[40401])
+    message: str = Field(examples=["topic 'orders' does not exist"])
+
+
+@dataclass(frozen=True)
+class ProduceBody:
+    """A parsed produce request: the records, and the partition each one named (or None)."""
+
+    records: list[OutgoingRecord]
+    partitions: list[int | None]
+
+
+# -- content negotiation -----------------------------------------------------------------------
+
+
+def _media(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def _embedded(media: str) -> EmbeddedFormat | str | None:
+    """The format a media type names; the format's name if it is one we do not serve."""
+    if media in (V2_JSON, PLAIN_JSON, V2):
+        return EmbeddedFormat.JSON
+    if media == V2_BINARY:
+        return EmbeddedFormat.BINARY
+    prefix, suffix = "application/vnd.kafka.", ".v2+json"
+    if media.startswith(prefix) and media.endswith(suffix):
+        return media[len(prefix) : -len(suffix)]
+    return None
+
+
+def produce_format(content_type: str | None) -> EmbeddedFormat:
+    """The format of a produce body from its ``Content-Type`` (none given: JSON)."""
+    if not content_type or not content_type.strip():
+        return EmbeddedFormat.JSON
+    found = _embedded(_media(content_type))
+    if isinstance(found, EmbeddedFormat):
+        return found
+    if isinstance(found, str):
+        raise RestError(
+            UNSUPPORTED_MEDIA_TYPE,
+            f"embedded format {found!r} is not supported; use {V2_JSON} or {V2_BINARY}",
+        )
+    raise RestError(
+        UNSUPPORTED_MEDIA_TYPE,
+        f"content type {content_type!r} is not supported; use {V2_JSON}, {V2_BINARY} "
+        f"or {PLAIN_JSON}",
+    )
+
+
+def _accepted(accept: str) -> list[tuple[float, int, str]]:
+    ranked = []
+    for i, part in enumerate(accept.split(",")):
+        media, *params = (p.strip() for p in part.split(";"))
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if media and quality > 0:
+            ranked.append((-quality, i, media.lower()))
+    return sorted(ranked)
+
+
+def read_format(accept: str | None) -> EmbeddedFormat:
+    """The format to render records in, from the ``Accept`` header (none given: JSON)."""
+    if not accept or not accept.strip():
+        return EmbeddedFormat.JSON
+    for _, _, media in _accepted(accept):
+        if media in ("*/*", "application/*"):
+            return EmbeddedFormat.JSON
+        found = _embedded(media)
+        if isinstance(found, EmbeddedFormat):
+            return found
+    raise RestError(
+        NOT_ACCEPTABLE,
+        f"cannot answer with any of {accept!r}; records are served as {V2_JSON} or {V2_BINARY}",
+    )
+
+
+# -- produce bodies ----------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def load_json(body: bytes) -> Any:
+    """Strict JSON (no NaN or Infinity, which could not be stored back as JSON)."""
+    try:
+        return json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise RestError(MALFORMED_BODY, f"the body is not valid JSON: {exc}") from None
+
+
+def dump_json(value: Any) -> bytes:
+    """Compact UTF-8 JSON; escaped ASCII when a string holds a lone surrogate (which JSON's
+    ``\\ud800`` escapes allow but UTF-8 cannot carry)."""
+    try:
+        return json.dumps(
+            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _b64(value: Any, code: int, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise RestError(code, f"{what} must be a base64 string or null")
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise RestError(code, f"{what} is not valid base64") from None
+
+
+def _data(value: Any, fmt: EmbeddedFormat, code: int, what: str) -> bytes | None:
+    if value is None:
+        return None
+    if fmt is EmbeddedFormat.BINARY:
+        return _b64(value, code, what)
+    try:
+        return dump_json(value)
+    except ValueError:  # a number like 1e400 parses as infinity, which JSON cannot hold
+        raise RestError(code, f"{what} holds a number out of JSON's range") from None
+
+
+def _int(value: Any, what: str, *, maximum: int) -> int:
+    # bool is an int in Python but never a partition or a timestamp.
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise RestError(INVALID_REQUEST, f"{what} must be an integer from 0 to {maximum}")
+    return value
+
+
+def _headers(value: Any, where: str) -> tuple[tuple[str, bytes | None], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise RestError(INVALID_REQUEST, f"{where}.headers must be a list")
+    found = []
+    for j, header in enumerate(value):
+        at = f"{where}.headers[{j}]"
+        if not isinstance(header, dict) or not isinstance(header.get("name"), str):
+            raise RestError(INVALID_REQUEST, f"{at} must be {{'name': str, 'value': base64}}")
+        try:
+            header["name"].encode()
+        except UnicodeEncodeError:
+            raise RestError(INVALID_REQUEST, f"{at}.name is not valid Unicode") from None
+        raw = header.get("value")
+        found.append(
+            (header["name"], None if raw is None else _b64(raw, INVALID_REQUEST, f"{at}.value"))
+        )
+    return tuple(found)
+
+
+def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> ProduceBody:
+    """The records of a produce body, or the :class:`RestError` that says what is wrong."""
+    loaded = load_json(body)
+    if not isinstance(loaded, dict) or not isinstance(loaded.get("records"), list):
+        raise RestError(INVALID_REQUEST, 'the body must be {"records": [...]}')
+    items = loaded["records"]
+    if not items:
+        raise RestError(INVALID_REQUEST, "records must not be empty")
+    if len(items) > max_records:
+        raise RestError(
+            TOO_MANY_RECORDS, f"{len(items)} records in one request; the limit is {max_records}"
+        )
+    records, partitions = [], []
+    for i, item in enumerate(items):
+        where = f"records[{i}]"
+        if not isinstance(item, dict):
+            raise RestError(INVALID_REQUEST, f"{where} must be an object")
+        partition = item.get("partition")
+        timestamp = item.get("timestamp")
+        records.append(
+            OutgoingRecord(
+                key=_data(item.get("key"), fmt, INVALID_KEY, f"{where}.key"),
+                value=_data(item.get("value"), fmt, INVALID_VALUE, f"{where}.value"),
+                headers=_headers(item.get("headers"), where),
+                timestamp_ms=None
+                if timestamp is None
+                else _int(timestamp, f"{where}.timestamp", maximum=MAX_TIMESTAMP_MS),
+            )
+        )
+        partitions.append(
+            None if partition is None else _int(partition, f"{where}.partition", maximum=2**31 - 1)
+        )
+    return ProduceBody(records, partitions)
+
+
+# -- records out -------------------------------------------------------------------------------
+
+
+def _render(data: bytes | None, fmt: EmbeddedFormat, offset: int, what: str) -> Any:
+    if data is None:
+        return None
+    if fmt is EmbeddedFormat.BINARY:
+        return base64.b64encode(data).decode()
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        raise RestError(
+            NOT_ACCEPTABLE,
+            f"the {what} of the record at offset {offset} is not JSON; "
+            f"read it with Accept: {V2_BINARY}",
+        ) from None
+
+
+def render_records(
+    topic: str, partition: int, records: Sequence[FetchedRecord], fmt: EmbeddedFormat
+) -> list[dict[str, Any]]:
+    """Records as REST Proxy v2 shows them, plus timestamps and headers (base64 values)."""
+    return [
+        {
+            "topic": topic,
+            "partition": partition,
+            "offset": r.offset,
+            "timestamp": r.timestamp_ms,
+            "timestamp_type": str(r.timestamp_type),
+            "key": _render(r.key, fmt, r.offset, "key"),
+            "value": _render(r.value, fmt, r.offset, "value"),
+            "headers": [
+                {"name": name, "value": None if v is None else base64.b64encode(v).decode()}
+                for name, v in r.headers
+            ],
+        }
+        for r in records
+    ]

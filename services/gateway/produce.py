@@ -1,0 +1,215 @@
+"""Writing a produce request's records: where each goes, in which batches, and what to answer.
+
+A 200 means every record of the request was acknowledged with the asked ``acks``; if any was
+not, the answer is an error status whose body still lists each record's outcome, so nothing
+unacknowledged is ever reported as written. Records of one partition are sent in order, and
+after a failure the rest of that partition's records are not sent at all, so a retry cannot
+put them out of order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+
+from pafka.client.partitioner import partition_for_key, spread
+from pafka.client.producer import OutgoingRecord
+from pafka.errors import PafkaError, RequestTimedOutError, RestError
+from services.gateway import errors
+from services.gateway.context import GatewayContext
+from services.gateway.formats import BODY_TOO_LARGE, INVALID_REQUEST, V2, ProduceBody
+
+# Records of one partition go out in batches of about this size, below Kafka's default
+# max.message.bytes (1 MiB) so that a large request does not fail as one oversized batch.
+BATCH_TARGET_BYTES = 512 * 1024
+RECORD_OVERHEAD_BYTES = 32
+NON_RETRIABLE, RETRIABLE = 1, 2  # REST Proxy's per-record error codes
+
+
+class RoundRobin:
+    """Where the next keyless record goes: a counter per gateway process (no coordination
+    needed, spreading is all that is promised)."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def take(self, count: int) -> int:
+        start, self.next = self.next, (self.next + count) % (1 << 31)
+        return start
+
+
+keyless = RoundRobin()
+
+
+def choose_partitions(
+    body: ProduceBody, fixed: int | None, partitions: int, keyless_start: int
+) -> list[int]:
+    """The partition of each record: named, else the path's, else by key, else round-robin."""
+    unkeyed = sum(
+        1
+        for r, named in zip(body.records, body.partitions, strict=True)
+        if named is None and fixed is None and r.key is None
+    )
+    spread_over = iter(spread(keyless_start, unkeyed, partitions))
+    chosen = []
+    for i, (record, named) in enumerate(zip(body.records, body.partitions, strict=True)):
+        if named is not None and fixed is not None and named != fixed:
+            raise RestError(
+                INVALID_REQUEST,
+                f"records[{i}] names partition {named} but is posted to partition {fixed}",
+            )
+        if named is not None:
+            chosen.append(named)
+        elif fixed is not None:
+            chosen.append(fixed)
+        elif record.key is not None:
+            chosen.append(partition_for_key(record.key, partitions))
+        else:
+            chosen.append(next(spread_over))
+    return chosen
+
+
+def batches(indices: list[int], records: list[OutgoingRecord]) -> list[list[int]]:
+    """``indices`` cut into consecutive runs of about ``BATCH_TARGET_BYTES``."""
+    runs: list[list[int]] = []
+    size = 0
+    for i in indices:
+        r = records[i]
+        weight = RECORD_OVERHEAD_BYTES + len(r.key or b"") + len(r.value or b"")
+        weight += sum(len(n) + len(v or b"") for n, v in r.headers)
+        if not runs or size + weight > BATCH_TARGET_BYTES:
+            runs.append([])
+            size = 0
+        runs[-1].append(i)
+        size += weight
+    return runs
+
+
+@dataclass(frozen=True)
+class Result:
+    partition: int
+    offset: int | None = None
+    error: PafkaError | None = None
+    retriable: bool = False
+
+    def render(self) -> dict[str, Any]:
+        failed = self.error is not None
+        return {
+            "partition": self.partition,
+            "offset": self.offset,
+            "error_code": (RETRIABLE if self.retriable else NON_RETRIABLE) if failed else None,
+            "error": self.error.message if self.error is not None else None,
+        }
+
+
+def previous_results(response: dict[str, Any] | None, count: int) -> list[Result | None]:
+    """From an earlier partial attempt's response: the records already written, by index."""
+    found: list[Result | None] = [None] * count
+    if not response:
+        return found
+    for i, item in enumerate(response.get("offsets", [])[:count]):
+        if item.get("error_code") is None and item.get("offset") is not None:
+            found[i] = Result(int(item["partition"]), int(item["offset"]))
+    return found
+
+
+def answer(results: list[Result]) -> JSONResponse:
+    """200 when every record was acknowledged; otherwise the first non-retriable error's
+    status (or 503), still listing every record's outcome."""
+    body: dict[str, Any] = {
+        "key_schema_id": None,
+        "value_schema_id": None,
+        "offsets": [r.render() for r in results],
+    }
+    failures = [r for r in results if r.error is not None]
+    if not failures:
+        return JSONResponse(body, media_type=V2)
+    worst = next((r for r in failures if not r.retriable), failures[0])
+    assert worst.error is not None
+    status, code = errors.rest_code(worst.error)
+    if worst.retriable:
+        status, code = 503, errors.KAFKA_RETRIABLE_ERROR
+    written = len(results) - len(failures)
+    message = f"{len(failures)} of {len(results)} records not written ({written} were): "
+    headers = {"Retry-After": str(errors.RETRY_AFTER_S)} if status == 503 else None
+    return JSONResponse(
+        {"error_code": code, "message": message + worst.error.message, **body},
+        status,
+        headers=headers,
+    )
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The body, refused (413) as soon as it is known to exceed ``limit`` bytes."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise RestError(BODY_TOO_LARGE, f"the body has {declared} bytes; the limit is {limit}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RestError(BODY_TOO_LARGE, f"the body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _send_partition(
+    ctx: GatewayContext,
+    topic: str,
+    partition: int,
+    runs: list[list[int]],
+    records: list[OutgoingRecord],
+    acks: int,
+    results: list[Result | None],
+) -> None:
+    timeout_s = ctx.settings.request_timeout_ms / 1000 + 5
+    for n, run in enumerate(runs):
+        try:
+            appended = await asyncio.wait_for(
+                ctx.producer.send(topic, partition, [records[i] for i in run], acks), timeout_s
+            )
+        except (PafkaError, TimeoutError) as exc:
+            error = (
+                exc
+                if isinstance(exc, PafkaError)
+                else RequestTimedOutError(f"no acknowledgement within {timeout_s:.0f}s")
+            )
+            for i in run:
+                results[i] = Result(partition, error=error, retriable=error.retriable)
+            held = RestError(
+                errors.KAFKA_RETRIABLE_ERROR,
+                f"not sent: an earlier record for partition {partition} failed ({error.message})",
+            )
+            for later in runs[n + 1 :]:
+                for i in later:
+                    results[i] = Result(partition, error=held, retriable=True)
+            return
+        for j, i in enumerate(run):
+            results[i] = Result(partition, appended.base_offset + j)
+
+
+async def write(
+    ctx: GatewayContext,
+    topic: str,
+    records: list[OutgoingRecord],
+    targets: list[int],
+    acks: int,
+    done: list[Result | None],
+) -> list[Result]:
+    """Send every record not already in ``done``; one task per partition, in order within."""
+    results = list(done)
+    by_partition: dict[int, list[int]] = {}
+    for i, partition in enumerate(targets):
+        if results[i] is None:
+            by_partition.setdefault(partition, []).append(i)
+    await asyncio.gather(
+        *(
+            _send_partition(ctx, topic, p, batches(indices, records), records, acks, results)
+            for p, indices in by_partition.items()
+        )
+    )
+    return [r if r is not None else Result(targets[i]) for i, r in enumerate(results)]
