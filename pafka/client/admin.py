@@ -1,0 +1,253 @@
+"""Cluster administration over the Kafka protocol, what Kafka's AdminClient does for its tools.
+
+Topics are created, grown and deleted through any broker (CreateTopics, CreatePartitions,
+DeleteTopics: the broker writes ZooKeeper and answers once its metadata shows the outcome);
+configs come from DescribeConfigs. Groups are described through their coordinator
+(:class:`pafka.client.groups.GroupClient`: DescribeGroups, OffsetFetch) and measured against
+the partition leaders' log ends (ListOffsets, :func:`pafka.client.fetcher.offsets`) for lags.
+An error code in a response is raised once, as the :mod:`pafka.errors` class of that code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from pafka.client import fetcher
+from pafka.client.cluster import ClusterClient
+from pafka.client.groups import DescribedMember, GroupClient, GroupDescription
+from pafka.errors import GroupIdNotFoundError, PafkaError, for_code
+from pafka.groups.consumer_protocol import TopicPartition
+from pafka.protocol.messages import request_class
+from pafka.protocol.versions import ApiKey
+
+CREATE_TOPICS_VERSION = 5
+DELETE_TOPICS_VERSION = 4
+CREATE_PARTITIONS_VERSION = 2
+DESCRIBE_CONFIGS_VERSION = 3
+METADATA_VERSION = 9
+MAX_CONCURRENT_LOOKUPS = 16
+
+TOPIC_RESOURCE = 2
+DEFAULT = -1  # partitions / replication factor: the broker's default
+DEAD = "Dead"
+
+# DescribeConfigs config_source values, named as Kafka's ConfigSource enum.
+CONFIG_SOURCES = {
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+}
+
+
+@dataclass(frozen=True)
+class BrokerNode:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: tuple[BrokerNode, ...]
+
+
+@dataclass(frozen=True)
+class CreatedTopic:
+    name: str
+    partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True)
+class TopicConfigEntry:
+    name: str
+    value: str | None
+    is_default: bool
+    read_only: bool
+    sensitive: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """A group as its coordinator describes it, and which broker that is."""
+
+    description: GroupDescription
+    coordinator: int
+
+    def owner(self, tp: TopicPartition) -> DescribedMember | None:
+        return next((m for m in self.description.members if tp in m.assigned_partitions()), None)
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """One partition of a group: committed position (None: nothing committed), log end, owner."""
+
+    topic: str
+    partition: int
+    current_offset: int | None
+    log_end_offset: int | None
+    owner: DescribedMember | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.current_offset is None or self.log_end_offset is None:
+            return None
+        return max(self.log_end_offset - self.current_offset, 0)
+
+
+def _raise_for(code: int, message: str | None, what: str) -> None:
+    if code:
+        raise for_code(code, f"{what}: {message}" if message else what)
+
+
+class AdminClient:
+    def __init__(self, cluster: ClusterClient, *, timeout_ms: int = 30_000) -> None:
+        self.cluster = cluster
+        self.timeout_ms = timeout_ms
+        self.groups = GroupClient(cluster)
+
+    # -- cluster and topics --------------------------------------------------------------
+
+    async def describe_cluster(self) -> ClusterDescription:
+        cls = request_class(ApiKey.METADATA)[METADATA_VERSION]
+        response = await self.cluster.call_any(
+            ApiKey.METADATA, METADATA_VERSION, cls(topics=[], allow_auto_topic_creation=False)
+        )
+        brokers = tuple(
+            sorted(
+                (BrokerNode(b.node_id, b.host, b.port, b.rack) for b in response.brokers),
+                key=lambda b: b.id,
+            )
+        )
+        return ClusterDescription(response.cluster_id, response.controller_id, brokers)
+
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int = DEFAULT,
+        replication_factor: int = DEFAULT,
+        configs: Mapping[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> CreatedTopic:
+        cls = request_class(ApiKey.CREATE_TOPICS)[CREATE_TOPICS_VERSION]
+        topic_cls = cls.CreatableTopic
+        topic = topic_cls(
+            name=name,
+            num_partitions=partitions,
+            replication_factor=replication_factor,
+            assignments=[],
+            configs=[
+                topic_cls.CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+            ],
+        )
+        response = await self.cluster.call_any(
+            ApiKey.CREATE_TOPICS,
+            CREATE_TOPICS_VERSION,
+            cls(topics=[topic], timeout_ms=self.timeout_ms, validate_only=validate_only),
+        )
+        (result,) = response.topics
+        _raise_for(result.error_code, result.error_message, f"creating topic {name!r}")
+        await self.cluster.refresh([name])
+        return CreatedTopic(name, result.num_partitions, result.replication_factor)
+
+    async def delete_topic(self, name: str) -> None:
+        cls = request_class(ApiKey.DELETE_TOPICS)[DELETE_TOPICS_VERSION]
+        response = await self.cluster.call_any(
+            ApiKey.DELETE_TOPICS,
+            DELETE_TOPICS_VERSION,
+            cls(topic_names=[name], timeout_ms=self.timeout_ms),
+        )
+        (result,) = response.responses
+        _raise_for(result.error_code, getattr(result, "error_message", None), f"topic {name!r}")
+        self.cluster.topics.pop(name, None)
+
+    async def create_partitions(self, name: str, total: int) -> None:
+        """Grow ``name`` to ``total`` partitions."""
+        cls = request_class(ApiKey.CREATE_PARTITIONS)[CREATE_PARTITIONS_VERSION]
+        topic = cls.CreatePartitionsTopic(name=name, count=total, assignments=None)
+        response = await self.cluster.call_any(
+            ApiKey.CREATE_PARTITIONS,
+            CREATE_PARTITIONS_VERSION,
+            cls(topics=[topic], timeout_ms=self.timeout_ms, validate_only=False),
+        )
+        (result,) = response.results
+        _raise_for(result.error_code, result.error_message, f"topic {name!r}")
+        await self.cluster.refresh([name])
+
+    async def topic_configs(self, name: str) -> list[TopicConfigEntry]:
+        cls = request_class(ApiKey.DESCRIBE_CONFIGS)[DESCRIBE_CONFIGS_VERSION]
+        resource = cls.DescribeConfigsResource(
+            resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=None
+        )
+        response = await self.cluster.call_any(
+            ApiKey.DESCRIBE_CONFIGS,
+            DESCRIBE_CONFIGS_VERSION,
+            cls(resources=[resource], include_synonyms=False, include_documentation=False),
+        )
+        (result,) = response.results
+        _raise_for(result.error_code, result.error_message, f"topic {name!r}")
+        return [
+            TopicConfigEntry(
+                name=c.name,
+                value=c.value,
+                is_default=bool(c.is_default),
+                read_only=bool(c.read_only),
+                sensitive=bool(c.is_sensitive),
+                source=CONFIG_SOURCES.get(c.config_source, "UNKNOWN"),
+            )
+            for c in sorted(result.configs, key=lambda c: c.name)
+        ]
+
+    # -- groups ----------------------------------------------------------------------------
+
+    async def describe_group(self, group: str) -> GroupView:
+        description = await self.groups.describe(group)
+        return GroupView(description, await self.groups.coordinator(group))
+
+    async def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """Every partition ``group`` has committed an offset for."""
+        found = await self.groups.fetch_offsets(group)
+        return {tp: c.offset for tp, c in sorted(found.items()) if c is not None}
+
+    async def log_end_offsets(
+        self, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """The high watermark of each partition; one whose leader cannot answer is left out."""
+        wanted = sorted(set(partitions))
+        slots = asyncio.Semaphore(MAX_CONCURRENT_LOOKUPS)
+
+        async def end(tp: TopicPartition) -> int | None:
+            async with slots:
+                try:
+                    return (await fetcher.offsets(self.cluster, *tp))[1]
+                except PafkaError:
+                    return None
+
+        ends = await asyncio.gather(*(end(tp) for tp in wanted))
+        return {tp: e for tp, e in zip(wanted, ends, strict=True) if e is not None}
+
+    async def group_lags(self, group: str) -> tuple[GroupView, list[PartitionLag]]:
+        """The group and, per partition it committed or owns, position, log end and owner.
+        A dead group with nothing committed does not exist."""
+        view = await self.describe_group(group)
+        committed = await self.committed_offsets(group)
+        if view.description.state == DEAD and not committed:
+            raise GroupIdNotFoundError(f"consumer group {group!r} does not exist")
+        owned = {tp for m in view.description.members for tp in m.assigned_partitions()}
+        partitions = sorted(committed.keys() | owned)
+        ends = await self.log_end_offsets(partitions)
+        lags = [
+            PartitionLag(tp[0], tp[1], committed.get(tp), ends.get(tp), view.owner(tp))
+            for tp in partitions
+        ]
+        return view, lags
