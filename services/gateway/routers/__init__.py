@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-ROUTERS: list[APIRouter] = []
+from services.gateway.routers import groups
+
+ROUTERS: list[APIRouter] = [groups.router]
