@@ -178,6 +178,10 @@ async def _send_partition(
                 if isinstance(exc, PafkaError)
                 else RequestTimedOutError(f"no acknowledgement within {timeout_s:.0f}s")
             )
+            if error.retriable:
+                # The leader may have died or moved: the next request looks it up again
+                # instead of failing against the same dead broker until something else does.
+                ctx.cluster.topics.pop(topic, None)
             for i in run:
                 results[i] = Result(partition, error=error, retriable=error.retriable)
             held = RestError(

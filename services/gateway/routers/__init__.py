@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from services.gateway.routers import groups
+from services.gateway.routers import groups, records, topics
 
-ROUTERS: list[APIRouter] = [groups.router]
+ROUTERS: list[APIRouter] = [groups.router, topics.router, records.router]

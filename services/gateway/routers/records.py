@@ -1,0 +1,299 @@
+"""Producing and reading records: REST Proxy v2 produce, and stateless range reads.
+
+``POST /topics/{t}`` and ``POST /topics/{t}/partitions/{p}`` write records (see
+:mod:`services.gateway.produce` for where they go and what a 200 promises), once per
+``Idempotency-Key`` when one is given (:mod:`services.gateway.idempotency`).
+``GET /topics/{t}/partitions/{p}/records`` reads from an offset (long-polling up to
+``timeout_ms``), ``GET .../offsets`` gives the readable range. Nothing is remembered between
+requests: any gateway replica answers any of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from pafka.client.fetcher import fetch, offsets
+from services.gateway import idempotency
+from services.gateway.context import Ctx, GatewayContext
+from services.gateway.formats import (
+    PLAIN_JSON,
+    V2,
+    V2_BINARY,
+    V2_JSON,
+    ErrorBody,
+    parse_produce,
+    produce_format,
+    read_format,
+    render_records,
+)
+from services.gateway.produce import (
+    Result,
+    answer,
+    choose_partitions,
+    keyless,
+    previous_results,
+    read_body,
+    write,
+)
+from services.gateway.routers.topics import UNAVAILABLE, UNKNOWN, partition_state, topic_info
+
+MAX_OFFSET = 2**63 - 1
+DEFAULT_MAX_RECORDS = 500
+ACKS = {"all": -1, "-1": -1, "1": 1}
+
+router = APIRouter(tags=["records"])
+
+
+# -- models (for validation of what we answer, and for /docs) ----------------------------------
+
+
+class RecordOffset(BaseModel):
+    partition: int | None = Field(examples=[0])
+    offset: int | None = Field(examples=[42])
+    error_code: int | None = Field(
+        None, description="null on success; 1 non-retriable, 2 retriable (send it again)"
+    )
+    error: str | None = None
+
+
+class ProduceResponse(BaseModel):
+    key_schema_id: None = None
+    value_schema_id: None = None
+    offsets: list[RecordOffset]
+
+
+class HeaderModel(BaseModel):
+    name: str = Field(examples=["trace-id"])
+    value: str | None = Field(description="base64", examples=["YWJj"])
+
+
+class RecordModel(BaseModel):
+    topic: str = Field(examples=["orders"])
+    partition: int = Field(examples=[0])
+    offset: int = Field(examples=[42])
+    timestamp: int = Field(examples=[1_700_000_000_000])
+    timestamp_type: Literal["CREATE_TIME", "LOG_APPEND_TIME"]
+    key: Any = Field(description="JSON, or base64 for the binary format", examples=["user-1"])
+    value: Any = Field(examples=[{"amount": 12}])
+    headers: list[HeaderModel]
+
+
+class RecordsModel(BaseModel):
+    topic: str = Field(examples=["orders"])
+    partition: int = Field(examples=[0])
+    records: list[RecordModel]
+    next_offset: int = Field(description="Where the next read should start", examples=[43])
+    high_watermark: int = Field(description="Offset after the last readable record")
+    log_start_offset: int = Field(description="First offset still kept")
+
+
+class OffsetsModel(BaseModel):
+    beginning_offset: int = Field(examples=[0])
+    end_offset: int = Field(description="Offset the next record will get", examples=[43])
+
+
+_RECORD_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "key": {"description": "JSON (json format) or base64 string (binary format); optional"},
+        "value": {"description": "JSON (json format) or base64 string (binary format)"},
+        "partition": {"type": "integer", "minimum": 0},
+        "headers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
+            },
+        },
+        "timestamp": {"type": "integer", "description": "milliseconds since the epoch"},
+    },
+}
+_PRODUCE_SCHEMA = {
+    "type": "object",
+    "required": ["records"],
+    "properties": {"records": {"type": "array", "items": _RECORD_SCHEMA}},
+}
+_JSON_EXAMPLE = {"records": [{"key": "user-1", "value": {"amount": 12}}, {"value": [1, 2]}]}
+_BINARY_EXAMPLE = {"records": [{"key": "dXNlci0x", "value": "aGVsbG8=", "partition": 0}]}
+PRODUCE_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            V2_JSON: {"schema": _PRODUCE_SCHEMA, "example": _JSON_EXAMPLE},
+            V2_BINARY: {"schema": _PRODUCE_SCHEMA, "example": _BINARY_EXAMPLE},
+            PLAIN_JSON: {"schema": _PRODUCE_SCHEMA, "example": _JSON_EXAMPLE},
+        },
+    }
+}
+PRODUCE_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Malformed JSON (40001) or Idempotency-Key (40002)"},
+    **UNKNOWN,
+    409: {"model": ErrorBody, "description": "Idempotency-Key reused (40904) or in use (40905)"},
+    413: {"model": ErrorBody, "description": "Body (41301) or record count (41302) too large"},
+    415: {"model": ErrorBody, "description": "Unsupported content type (41501)"},
+    422: {"model": ErrorBody, "description": "Invalid records (42200), key (42201), value (42202)"},
+    503: {
+        "model": ErrorBody,
+        "description": "Some records not acknowledged (retriable); the body lists each record's "
+        "outcome under `offsets`. Retry-After is set.",
+    },
+}
+READ_ERRORS: dict[int | str, dict[str, Any]] = {
+    **UNKNOWN,
+    406: {"model": ErrorBody, "description": "Accept cannot be met, or a record is not JSON"},
+    416: {"model": ErrorBody, "description": "Offset outside the partition's records (41601)"},
+    422: {"model": ErrorBody, "description": "Invalid query parameters (42200)"},
+    **UNAVAILABLE,
+}
+
+
+async def _produce(
+    ctx: GatewayContext,
+    request: Request,
+    topic: str,
+    fixed: int | None,
+    acks: str,
+    key: str | None,
+) -> JSONResponse:
+    fmt = produce_format(request.headers.get("content-type"))
+    if key is not None:
+        idempotency.check_key(key)
+    raw = await read_body(request, ctx.settings.max_body_bytes)
+    body = parse_produce(raw, fmt, max_records=ctx.settings.max_records_per_request)
+    named = {p for p in body.partitions if p is not None}
+    if fixed is not None:
+        named.add(fixed)
+    for partition in sorted(named):
+        await partition_state(ctx, topic, partition)
+    count = len((await topic_info(ctx, topic, refresh=False)).partitions)
+    targets = choose_partitions(body, fixed, count, keyless.take(count))
+    if key is None:
+        no_results: list[Result | None] = [None] * len(body.records)
+        return answer(await write(ctx, topic, body.records, targets, ACKS[acks], no_results))
+
+    store = idempotency.IdempotencyStore(ctx.zk, ctx.settings.request_timeout_ms)
+    request_id = idempotency.fingerprint(request.url.path, acks, fmt, raw)
+    claim = await store.claim(key, request_id)
+    if isinstance(claim, dict):
+        replay = JSONResponse(claim, media_type=V2)
+        replay.headers["Idempotent-Replayed"] = "true"
+        return replay
+    done = previous_results(claim.previous, len(body.records))
+    targets = [d.partition if d is not None else t for d, t in zip(done, targets, strict=True)]
+    # Should this gateway die now, the claim stays pending until it is stale, then a retry
+    # takes it over (see idempotency's module comment).
+    results = await write(ctx, topic, body.records, targets, ACKS[acks], done)
+    response = answer(results)
+    stored: dict[str, Any] = {"key_schema_id": None, "value_schema_id": None}
+    stored["offsets"] = [r.render() for r in results]
+    await store.finish(claim, stored, complete=response.status_code == 200)
+    _sweeper.maybe_start(ctx.zk)
+    return response
+
+
+_sweeper = idempotency.Sweeper()
+
+
+# -- routes ------------------------------------------------------------------------------------
+
+AcksParam = Query("all", description="all (every in-sync replica, the default) or 1 (the leader)")
+KeyHeader = Header(
+    None,
+    alias=idempotency.HEADER,
+    description="Retries with the same key (and the same request) write the records once; "
+    "the key is kept for 24 hours",
+)
+
+
+@router.post(
+    "/topics/{topic}",
+    response_model=ProduceResponse,
+    summary="Produce records to a topic",
+    description="Keyed records go to the partition Kafka's default partitioner picks; keyless "
+    "ones are spread round-robin; a record may name its partition.",
+    openapi_extra=PRODUCE_BODY,
+    responses={200: {"content": {V2: {}}}, **PRODUCE_ERRORS},
+)
+async def produce_to_topic(
+    topic: str,
+    request: Request,
+    ctx: Ctx,
+    acks: Literal["all", "-1", "1"] = AcksParam,
+    idempotency_key: str | None = KeyHeader,
+) -> JSONResponse:
+    return await _produce(ctx, request, topic, None, acks, idempotency_key)
+
+
+@router.post(
+    "/topics/{topic}/partitions/{partition}",
+    response_model=ProduceResponse,
+    summary="Produce records to one partition",
+    openapi_extra=PRODUCE_BODY,
+    responses={200: {"content": {V2: {}}}, **PRODUCE_ERRORS},
+)
+async def produce_to_partition(
+    topic: str,
+    partition: int,
+    request: Request,
+    ctx: Ctx,
+    acks: Literal["all", "-1", "1"] = AcksParam,
+    idempotency_key: str | None = KeyHeader,
+) -> JSONResponse:
+    return await _produce(ctx, request, topic, partition, acks, idempotency_key)
+
+
+@router.get(
+    "/topics/{topic}/partitions/{partition}/records",
+    response_model=RecordsModel,
+    summary="Read records from an offset (stateless)",
+    description="Answers with what is there, or waits up to `timeout_ms` for the first record. "
+    "`Accept: application/vnd.kafka.binary.v2+json` gives base64 keys and values.",
+    responses={200: {"content": {V2_JSON: {}, V2_BINARY: {}}}, **READ_ERRORS},
+)
+async def read_records(
+    topic: str,
+    partition: int,
+    request: Request,
+    ctx: Ctx,
+    offset: int = Query(ge=0, le=MAX_OFFSET, description="First offset to read"),
+    max_records: int = Query(DEFAULT_MAX_RECORDS, ge=1, description="At most this many"),
+    max_bytes: int | None = Query(None, ge=1, description="About this many bytes of batches"),
+    timeout_ms: int = Query(0, ge=0, description="Wait this long for a first record"),
+) -> JSONResponse:
+    fmt = read_format(request.headers.get("accept"))
+    await partition_state(ctx, topic, partition)
+    settings = ctx.settings
+    result = await fetch(
+        ctx.cluster,
+        topic,
+        partition,
+        offset,
+        max_records=min(max_records, settings.max_records_per_request),
+        max_bytes=min(max_bytes or settings.max_fetch_bytes, settings.max_fetch_bytes),
+        max_wait_ms=min(timeout_ms, settings.max_poll_ms),
+    )
+    body = {
+        "topic": topic,
+        "partition": partition,
+        "records": render_records(topic, partition, result.records, fmt),
+        "next_offset": result.next_offset,
+        "high_watermark": result.high_watermark,
+        "log_start_offset": result.log_start_offset,
+    }
+    return JSONResponse(body, media_type=fmt.media_type)
+
+
+@router.get(
+    "/topics/{topic}/partitions/{partition}/offsets",
+    response_model=OffsetsModel,
+    summary="The partition's first and next offsets",
+    responses={200: {"content": {V2: {}}}, **UNKNOWN, **UNAVAILABLE},
+)
+async def partition_offsets(topic: str, partition: int, ctx: Ctx) -> JSONResponse:
+    await partition_state(ctx, topic, partition)
+    beginning, end = await offsets(ctx.cluster, topic, partition)
+    return JSONResponse({"beginning_offset": beginning, "end_offset": end}, media_type=V2)

@@ -1,0 +1,177 @@
+"""Topic metadata, REST Proxy v2: ``GET /topics``, ``/topics/{t}``, ``/topics/{t}/partitions``,
+``/topics/{t}/partitions/{p}``.
+
+Answers come from a fresh Metadata request (leaders move; a cached answer could name a dead
+broker), the topic's configs from DescribeConfigs, both through any live broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from pafka.client.cluster import PartitionLeader, TopicInfo
+from pafka.errors import RestError, UnknownTopicOrPartitionError, for_code
+from pafka.protocol.messages import request_class
+from pafka.protocol.versions import ApiKey
+from services.gateway.context import Ctx, GatewayContext
+from services.gateway.errors import UNKNOWN_PARTITION, UNKNOWN_TOPIC
+from services.gateway.formats import V2, ErrorBody
+
+DESCRIBE_CONFIGS_VERSION = 1
+TOPIC_RESOURCE = 2
+
+router = APIRouter(tags=["topics"])
+
+
+class V2Response(JSONResponse):
+    media_type = V2
+
+
+class Replica(BaseModel):
+    broker: int = Field(examples=[1])
+    leader: bool = Field(examples=[True])
+    in_sync: bool = Field(examples=[True])
+
+
+class PartitionModel(BaseModel):
+    partition: int = Field(examples=[0])
+    leader: int = Field(description="Broker id of the leader, -1 if none", examples=[1])
+    replicas: list[Replica]
+
+
+class TopicModel(BaseModel):
+    name: str = Field(examples=["orders"])
+    configs: dict[str, str | None] = Field(
+        examples=[{"cleanup.policy": "delete", "min.insync.replicas": "2"}]
+    )
+    partitions: list[PartitionModel]
+
+
+UNKNOWN: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "Unknown topic (40401) or partition (40402)"}
+}
+UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorBody, "description": "No broker answered; retry after a while"}
+}
+
+
+# -- lookups shared with the records router ----------------------------------------------------
+
+
+async def topic_info(ctx: GatewayContext, topic: str, *, refresh: bool) -> TopicInfo:
+    try:
+        info = await ctx.cluster.topic(topic, refresh=refresh)
+    except UnknownTopicOrPartitionError:
+        raise RestError(UNKNOWN_TOPIC, f"topic {topic!r} does not exist") from None
+    if not info.partitions:  # Metadata answered with an error other than "unknown"
+        raise RestError(UNKNOWN_TOPIC, f"topic {topic!r} does not exist")
+    return info
+
+
+async def partition_state(
+    ctx: GatewayContext, topic: str, partition: int, *, refresh: bool = False
+) -> PartitionLeader:
+    """The partition's metadata; a partition the cache lacks is looked up once more (it may
+    have just been added) before it is called unknown."""
+    info = await topic_info(ctx, topic, refresh=refresh)
+    if partition not in info.partitions and not refresh:
+        info = await topic_info(ctx, topic, refresh=True)
+    found = info.partitions.get(partition)
+    if found is None:
+        raise RestError(
+            UNKNOWN_PARTITION,
+            f"topic {topic!r} has no partition {partition} (it has {len(info.partitions)})",
+        )
+    return found
+
+
+def partition_model(index: int, state: PartitionLeader) -> PartitionModel:
+    return PartitionModel(
+        partition=index,
+        leader=state.leader,
+        replicas=[
+            Replica(broker=b, leader=b == state.leader, in_sync=b in state.isr)
+            for b in state.replicas
+        ],
+    )
+
+
+async def topic_configs(ctx: GatewayContext, topic: str) -> dict[str, str | None]:
+    cls = request_class(ApiKey.DESCRIBE_CONFIGS)[DESCRIBE_CONFIGS_VERSION]
+    body = cls(
+        resources=[
+            cls.DescribeConfigsResource(
+                resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=None
+            )
+        ],
+        include_synonyms=False,
+    )
+    response: Any = await ctx.cluster.call_any(
+        ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, body
+    )
+    result = response.results[0]
+    if result.error_code == UnknownTopicOrPartitionError.code:
+        raise RestError(UNKNOWN_TOPIC, f"topic {topic!r} does not exist")
+    if result.error_code:
+        raise for_code(result.error_code, result.error_message or "")
+    return {c.name: c.value for c in result.configs}
+
+
+# -- routes ------------------------------------------------------------------------------------
+
+
+@router.get(
+    "/topics",
+    response_model=list[str],
+    response_class=V2Response,
+    summary="List topic names",
+    responses={200: {"content": {V2: {"example": ["orders", "payments"]}}}, **UNAVAILABLE},
+)
+async def list_topics(ctx: Ctx) -> list[str]:
+    await ctx.cluster.refresh()
+    return sorted(name for name, info in ctx.cluster.topics.items() if info.partitions)
+
+
+@router.get(
+    "/topics/{topic}",
+    response_model=TopicModel,
+    response_class=V2Response,
+    summary="Describe a topic: configs and partitions",
+    responses={**UNKNOWN, **UNAVAILABLE},
+)
+async def get_topic(topic: str, ctx: Ctx) -> TopicModel:
+    info = await topic_info(ctx, topic, refresh=True)
+    configs = await topic_configs(ctx, topic)
+    return TopicModel(
+        name=topic,
+        configs=configs,
+        partitions=[partition_model(i, s) for i, s in sorted(info.partitions.items())],
+    )
+
+
+@router.get(
+    "/topics/{topic}/partitions",
+    response_model=list[PartitionModel],
+    response_class=V2Response,
+    summary="List a topic's partitions with leaders and replicas",
+    responses={**UNKNOWN, **UNAVAILABLE},
+)
+async def list_partitions(topic: str, ctx: Ctx) -> list[PartitionModel]:
+    info = await topic_info(ctx, topic, refresh=True)
+    return [partition_model(i, s) for i, s in sorted(info.partitions.items())]
+
+
+@router.get(
+    "/topics/{topic}/partitions/{partition}",
+    response_model=PartitionModel,
+    response_class=V2Response,
+    summary="Describe one partition",
+    responses={**UNKNOWN, **UNAVAILABLE},
+)
+async def get_partition(topic: str, partition: int, ctx: Ctx) -> PartitionModel:
+    state = await partition_state(ctx, topic, partition, refresh=True)
+    return partition_model(partition, state)
