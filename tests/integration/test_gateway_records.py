@@ -358,6 +358,67 @@ def test_concurrent_duplicates_write_once(cluster: Any) -> None:
     assert end_offset(cluster.gateways[1], topic) == 3
 
 
+def test_large_requests_go_out_in_several_batches(cluster: Any) -> None:
+    topic = new_topic(cluster, "large", partitions=1)
+    base = cluster.gateways[0]
+    # Together far above max.message.bytes (1 MiB), each well below it.
+    values = [b64(bytes([i]) * 400_000) for i in range(4)]
+    response = post(
+        base, f"/topics/{topic}", {"records": [{"value": v} for v in values]}, V2_BINARY
+    )
+    assert response.status_code == 200, response.text[:300]
+    assert [o["offset"] for o in response.json()["offsets"]] == [0, 1, 2, 3]
+    assert [r["value"] for r in read_all(base, topic, 0, V2_BINARY)] == values
+
+
+def test_partial_failure_lists_each_record_and_a_retry_writes_only_the_rest(cluster: Any) -> None:
+    topic = f"partial-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(
+        topic, partitions=2, replication_factor=3, config={"max.message.bytes": "2000"}
+    )
+    base = cluster.gateways[1]
+    body = {"records": [{"value": "small", "partition": 0}, {"value": "x" * 5000, "partition": 1}]}
+    key = str(uuid.uuid4())
+    first = post(base, f"/topics/{topic}", body, headers={"Idempotency-Key": key})
+    assert first.status_code == 413, first.text
+    payload = first.json()
+    assert payload["error_code"] == 41301 and "1 of 2 records not written" in payload["message"]
+    ok, too_big = payload["offsets"]
+    assert (ok["partition"], ok["offset"], ok["error_code"]) == (0, 0, None)
+    assert (too_big["partition"], too_big["offset"], too_big["error_code"]) == (1, None, 1)
+    # The retry sends only the record that failed: partition 0 still holds one record.
+    again = post(cluster.gateways[0], f"/topics/{topic}", body, headers={"Idempotency-Key": key})
+    assert again.status_code == 413
+    assert again.json()["offsets"][0] == ok
+    assert end_offset(base, topic, 0) == 1
+    assert end_offset(base, topic, 1) == 0
+
+
+def test_expired_idempotency_keys_are_swept(cluster: Any) -> None:
+    import asyncio
+
+    from pafka.zk.client import ZkClient
+    from pafka.zk.znodes import GatewayZNodes
+    from services.gateway.idempotency import RETENTION_MS, sweep_expired
+
+    keys = [f"sweep-{uuid.uuid4().hex}" for _ in range(3)]
+    for key in keys:
+        cluster.zk.create(GatewayZNodes.idempotency_path(key), b"{}", makepath=True)
+
+    async def sweep(now_ms: int) -> None:
+        zk = ZkClient(cluster.zk_connect, session_timeout_ms=6000, name="sweep-test")
+        await zk.start()
+        try:
+            await zk.run(sweep_expired, zk, "", now_ms)
+        finally:
+            await zk.close()
+
+    asyncio.run(sweep(int(time.time() * 1000)))
+    assert all(cluster.zk.exists(GatewayZNodes.idempotency_path(k)) for k in keys)
+    asyncio.run(sweep(int(time.time() * 1000) + RETENTION_MS + 60_000))
+    assert not any(cluster.zk.exists(GatewayZNodes.idempotency_path(k)) for k in keys)
+
+
 # -- bad input ---------------------------------------------------------------------------------
 
 

@@ -39,7 +39,13 @@ from services.gateway.produce import (
     read_body,
     write,
 )
-from services.gateway.routers.topics import UNAVAILABLE, UNKNOWN, partition_state, topic_info
+from services.gateway.routers.topics import (
+    UNAVAILABLE,
+    UNKNOWN,
+    V2Response,
+    partition_state,
+    topic_info,
+)
 
 MAX_OFFSET = 2**63 - 1
 DEFAULT_MAX_RECORDS = 500
@@ -142,6 +148,7 @@ PRODUCE_ERRORS: dict[int | str, dict[str, Any]] = {
         "outcome under `offsets`. Retry-After is set.",
     },
 }
+RECORDS_SCHEMA = {"schema": {"$ref": "#/components/schemas/RecordsModel"}}
 READ_ERRORS: dict[int | str, dict[str, Any]] = {
     **UNKNOWN,
     406: {"model": ErrorBody, "description": "Accept cannot be met, or a record is not JSON"},
@@ -216,7 +223,8 @@ KeyHeader = Header(
     description="Keyed records go to the partition Kafka's default partitioner picks; keyless "
     "ones are spread round-robin; a record may name its partition.",
     openapi_extra=PRODUCE_BODY,
-    responses={200: {"content": {V2: {}}}, **PRODUCE_ERRORS},
+    response_class=V2Response,
+    responses=PRODUCE_ERRORS,
 )
 async def produce_to_topic(
     topic: str,
@@ -233,7 +241,8 @@ async def produce_to_topic(
     response_model=ProduceResponse,
     summary="Produce records to one partition",
     openapi_extra=PRODUCE_BODY,
-    responses={200: {"content": {V2: {}}}, **PRODUCE_ERRORS},
+    response_class=V2Response,
+    responses=PRODUCE_ERRORS,
 )
 async def produce_to_partition(
     topic: str,
@@ -252,7 +261,10 @@ async def produce_to_partition(
     summary="Read records from an offset (stateless)",
     description="Answers with what is there, or waits up to `timeout_ms` for the first record. "
     "`Accept: application/vnd.kafka.binary.v2+json` gives base64 keys and values.",
-    responses={200: {"content": {V2_JSON: {}, V2_BINARY: {}}}, **READ_ERRORS},
+    responses={
+        200: {"content": {V2_JSON: RECORDS_SCHEMA, V2_BINARY: RECORDS_SCHEMA}},
+        **READ_ERRORS,
+    },
 )
 async def read_records(
     topic: str,
@@ -291,7 +303,8 @@ async def read_records(
     "/topics/{topic}/partitions/{partition}/offsets",
     response_model=OffsetsModel,
     summary="The partition's first and next offsets",
-    responses={200: {"content": {V2: {}}}, **UNKNOWN, **UNAVAILABLE},
+    response_class=V2Response,
+    responses={**UNKNOWN, **UNAVAILABLE},
 )
 async def partition_offsets(topic: str, partition: int, ctx: Ctx) -> JSONResponse:
     await partition_state(ctx, topic, partition)
