@@ -211,8 +211,9 @@ AcksParam = Query("all", description="all (every in-sync replica, the default) o
 KeyHeader = Header(
     None,
     alias=idempotency.HEADER,
-    description="Retries with the same key (and the same request) write the records once; "
-    "the key is kept for 24 hours",
+    description="Retries with the same key (and the same request) write the records once: a "
+    "finished request is answered again from its record (header `Idempotent-Replayed: true`), "
+    "a partly failed one sends only the records not yet written. Keys are kept for 24 hours.",
 )
 
 
