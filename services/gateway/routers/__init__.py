@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from services.gateway.routers import groups, records, topics
+from services.gateway.routers import admin, admin_groups, consumers, groups, records, topics
 
-ROUTERS: list[APIRouter] = [groups.router, topics.router, records.router]
+ROUTERS: list[APIRouter] = [
+    admin.router,
+    admin_groups.router,
+    consumers.router,
+    groups.router,
+    topics.router,
+    records.router,
+]

@@ -1,0 +1,426 @@
+"""REST Proxy v2 consumer instances, kept in ZooKeeper so that any gateway replica serves them.
+
+An instance is one znode, ``GatewayZNodes.consumer_instance_path(group, name)``, holding::
+
+    {"version": 1, "format": "json" | "binary", "auto_offset_reset": "earliest" | "latest",
+     "auto_commit": bool, "topics": [subscribed topic, ...], "assigned": [[topic, p], ...],
+     "positions": [[topic, p, next offset], ...], "committed": [[topic, p, offset], ...],
+     "member_id": "", "generation": -1,
+     "owned": [[topic, p], ...], "rejoin": bool, "created_ms": ..., "last_used_ms": ...}
+
+``topics`` (a subscription: the instance is a member of the group, ``member_id`` and
+``generation`` its membership, ``owned`` what the group gave it) and ``assigned`` (a manual
+assignment) exclude each other. ``positions`` are the next offsets to read; a partition without
+one starts at the group's committed offset, else at ``auto_offset_reset``. ``committed`` is
+what this instance last committed, so that auto commit skips positions already committed.
+
+Every change is a pure function of the state (the methods of :class:`InstanceState`) applied by
+:meth:`InstanceStore.update`: read, change, write back conditionally on the znode version, and
+on a lost race read and apply again. Two gateways touching one instance thus never lose an
+update. Idle instances (``last_used_ms`` older than the gateway's instance timeout) are removed
+when next touched and by :class:`Sweeper`, which each gateway runs periodically over a bounded
+batch of instances.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any
+
+from pafka.errors import PafkaError, RestError, ZkBadVersionError, ZkNodeExistsError, ZkNoNodeError
+from pafka.groups.consumer_protocol import TopicPartition
+from pafka.zk.client import ZkClient
+from pafka.zk.znodes import GatewayZNodes
+from services.gateway.errors import (
+    CONSUMER_ALREADY_EXISTS,
+    ILLEGAL_STATE,
+    UNKNOWN_CONSUMER_INSTANCE,
+    ZOOKEEPER_ERROR,
+)
+from services.gateway.formats import EmbeddedFormat
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+EARLIEST, LATEST = "earliest", "latest"
+NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,200}")
+# Subscription, assignment and pattern are exclusive (REST Proxy's code for it).
+EXCLUSIVE_SUBSCRIPTION = 40903
+UPDATE_ATTEMPTS = 20
+RETRY_BACKOFF_S = 0.005
+SWEEP_BATCH = 200
+MIN_SWEEP_INTERVAL_S = 0.5
+MAX_SWEEP_INTERVAL_S = 30.0
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def new_name() -> str:
+    return f"rest-consumer-{uuid.uuid4()}"
+
+
+def check_name(name: str) -> str:
+    if not NAME_PATTERN.fullmatch(name) or name in (".", ".."):
+        raise RestError(
+            42204, "instance names are 1 to 200 letters, digits, '.', '_' or '-' (not . or ..)"
+        )
+    return name
+
+
+def _pairs(partitions: Iterable[TopicPartition]) -> list[list[Any]]:
+    return [[t, p] for t, p in sorted(partitions)]
+
+
+def _triples(offsets: Mapping[TopicPartition, int]) -> list[list[Any]]:
+    return [[t, p, o] for (t, p), o in sorted(offsets.items())]
+
+
+@dataclass(frozen=True)
+class InstanceState:
+    group: str
+    name: str
+    format: EmbeddedFormat
+    auto_offset_reset: str = LATEST
+    auto_commit: bool = True
+    topics: tuple[str, ...] = ()
+    assigned: frozenset[TopicPartition] = frozenset()
+    positions: Mapping[TopicPartition, int] = field(default_factory=dict)
+    committed: Mapping[TopicPartition, int] = field(default_factory=dict)
+    member_id: str = ""
+    generation: int = -1
+    owned: frozenset[TopicPartition] = frozenset()
+    rejoin: bool = False
+    created_ms: int = 0
+    last_used_ms: int = 0
+
+    # -- reading the state ---------------------------------------------------------------------
+
+    @property
+    def subscribed(self) -> bool:
+        return bool(self.topics)
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        """What the instance reads: the group's grant when subscribed, else its own choice."""
+        return self.owned if self.subscribed else self.assigned
+
+    def needs_join(self) -> bool:
+        return self.subscribed and (not self.member_id or self.rejoin)
+
+    def uncommitted(self) -> dict[TopicPartition, int]:
+        """Positions not yet committed by this instance."""
+        return {tp: o for tp, o in self.positions.items() if self.committed.get(tp) != o}
+
+    def expired(self, now: int, timeout_ms: int) -> bool:
+        return now - self.last_used_ms > timeout_ms
+
+    # -- changes (pure) --------------------------------------------------------------------------
+
+    def touched(self, now: int, every_ms: int = 0) -> InstanceState:
+        """Marked as used at ``now``; unchanged when it was marked less than ``every_ms`` ago
+        (so that a busy instance is not rewritten for every request)."""
+        if now - self.last_used_ms < every_ms:
+            return self
+        return replace(self, last_used_ms=max(now, self.last_used_ms))
+
+    def subscribe(self, topics: Iterable[str]) -> InstanceState:
+        if self.assigned:
+            raise RestError(
+                EXCLUSIVE_SUBSCRIPTION, "the instance has a manual assignment; it cannot subscribe"
+            )
+        wanted = tuple(sorted(set(topics)))
+        if wanted == self.topics:
+            return self
+        # The member joins again with the new topics (keeping its id) on its next read.
+        return replace(self, topics=wanted, rejoin=bool(self.member_id))
+
+    def unsubscribed(self) -> InstanceState:
+        return replace(
+            self,
+            topics=(),
+            owned=frozenset(),
+            positions={},
+            committed={},
+            member_id="",
+            generation=-1,
+            rejoin=False,
+        )
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> InstanceState:
+        if self.subscribed:
+            raise RestError(
+                EXCLUSIVE_SUBSCRIPTION, "the instance is subscribed; it cannot assign partitions"
+            )
+        wanted = frozenset(partitions)
+        return replace(
+            self,
+            assigned=wanted,
+            positions={tp: o for tp, o in self.positions.items() if tp in wanted},
+            committed={tp: o for tp, o in self.committed.items() if tp in wanted},
+        )
+
+    def seek(self, offsets: Mapping[TopicPartition, int]) -> InstanceState:
+        unassigned = sorted(set(offsets) - self.assignment)
+        if unassigned:
+            topic, p = unassigned[0]
+            raise RestError(ILLEGAL_STATE, f"partition {topic}-{p} is not assigned to the instance")
+        return replace(self, positions={**self.positions, **offsets})
+
+    def joined(
+        self, member_id: str, generation: int, owned: frozenset[TopicPartition]
+    ) -> InstanceState:
+        """After a completed join and sync: positions survive for partitions still owned."""
+        kept = owned & self.owned
+        return replace(
+            self,
+            member_id=member_id,
+            generation=generation,
+            owned=owned,
+            positions={tp: o for tp, o in self.positions.items() if tp in kept},
+            committed={tp: o for tp, o in self.committed.items() if tp in kept},
+            rejoin=False,
+        )
+
+    def must_rejoin(self, *, as_new: bool) -> InstanceState:
+        """The group rebalanced (rejoin with the same id) or forgot the member (as a new one)."""
+        if as_new:
+            return replace(self, member_id="", generation=-1, owned=frozenset(), rejoin=False)
+        return replace(self, rejoin=True)
+
+    def advanced(
+        self, start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int]
+    ) -> tuple[InstanceState, frozenset[TopicPartition]]:
+        """Move positions from ``start`` to ``end``, only where no one moved them meanwhile;
+        and the partitions moved (the reader may hand out their records)."""
+        moved = {
+            tp: o
+            for tp, o in end.items()
+            if tp in self.assignment and self.positions.get(tp, start.get(tp)) == start.get(tp)
+        }
+        return replace(self, positions={**self.positions, **moved}), frozenset(moved)
+
+    def marked_committed(self, offsets: Mapping[TopicPartition, int]) -> InstanceState:
+        if not offsets:
+            return self
+        return replace(self, committed={**self.committed, **offsets})
+
+    # -- the znode payload ---------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        payload = {
+            "version": VERSION,
+            "format": str(self.format),
+            "auto_offset_reset": self.auto_offset_reset,
+            "auto_commit": self.auto_commit,
+            "topics": list(self.topics),
+            "assigned": _pairs(self.assigned),
+            "positions": _triples(self.positions),
+            "committed": _triples(self.committed),
+            "member_id": self.member_id,
+            "generation": self.generation,
+            "owned": _pairs(self.owned),
+            "rejoin": self.rejoin,
+            "created_ms": self.created_ms,
+            "last_used_ms": self.last_used_ms,
+        }
+        return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
+
+    @classmethod
+    def decode(cls, group: str, name: str, data: bytes) -> InstanceState:
+        """Raises ValueError (or KeyError, TypeError) for a payload this version cannot read."""
+        p = json.loads(data)
+        if not isinstance(p, dict) or p.get("version") != VERSION:
+            raise ValueError(f"unknown consumer instance payload {data[:200]!r}")
+        return cls(
+            group=group,
+            name=name,
+            format=EmbeddedFormat(p["format"]),
+            auto_offset_reset=str(p["auto_offset_reset"]),
+            auto_commit=bool(p["auto_commit"]),
+            topics=tuple(str(t) for t in p["topics"]),
+            assigned=frozenset((str(t), int(n)) for t, n in p["assigned"]),
+            positions={(str(t), int(n)): int(o) for t, n, o in p["positions"]},
+            committed={(str(t), int(n)): int(o) for t, n, o in p["committed"]},
+            member_id=str(p["member_id"]),
+            generation=int(p["generation"]),
+            owned=frozenset((str(t), int(n)) for t, n in p["owned"]),
+            rejoin=bool(p["rejoin"]),
+            created_ms=int(p["created_ms"]),
+            last_used_ms=int(p["last_used_ms"]),
+        )
+
+
+# -- ZooKeeper ---------------------------------------------------------------------------------
+
+
+def _unknown(group: str, name: str) -> RestError:
+    return RestError(
+        UNKNOWN_CONSUMER_INSTANCE, f"consumer instance {name!r} of group {group!r} not found"
+    )
+
+
+class InstanceStore:
+    def __init__(self, zk: ZkClient | None) -> None:
+        self.zk = zk
+
+    def _zk(self) -> ZkClient:
+        if self.zk is None:
+            raise RestError(
+                ZOOKEEPER_ERROR, "consumer instances need a gateway connected to ZooKeeper"
+            )
+        return self.zk
+
+    async def create(self, state: InstanceState) -> None:
+        zk = self._zk()
+        path = GatewayZNodes.consumer_instance_path(state.group, state.name)
+        try:
+            await zk.run(partial(zk.kazoo.create, path, state.encode(), makepath=True))
+        except ZkNodeExistsError:
+            raise RestError(
+                CONSUMER_ALREADY_EXISTS,
+                f"consumer instance {state.name!r} already exists in group {state.group!r}",
+            ) from None
+
+    async def load(self, group: str, name: str) -> tuple[InstanceState, int]:
+        """The instance and its znode version; 404 when it does not exist (or is unreadable)."""
+        got = await self._zk().get(GatewayZNodes.consumer_instance_path(group, name))
+        if got is None:
+            raise _unknown(group, name)
+        try:
+            return InstanceState.decode(group, name, got[0]), got[1].version
+        except (ValueError, KeyError, TypeError):
+            raise _unknown(group, name) from None
+
+    async def save(self, state: InstanceState, version: int) -> int:
+        """Write ``state`` if the znode is still at ``version``: the new version, or
+        :class:`ZkBadVersionError` when someone else wrote first."""
+        zk = self._zk()
+        path = GatewayZNodes.consumer_instance_path(state.group, state.name)
+        try:
+            stat = await zk.run(zk.kazoo.set, path, state.encode(), version)
+        except ZkNoNodeError:
+            raise _unknown(state.group, state.name) from None
+        return int(stat.version)
+
+    async def update(
+        self, group: str, name: str, change: Callable[[InstanceState], InstanceState]
+    ) -> InstanceState:
+        """Apply ``change`` to the stored state until a conditional write of it succeeds."""
+        for attempt in range(UPDATE_ATTEMPTS):
+            if attempt:  # lost a race: let the winner's burst pass
+                await asyncio.sleep(random.uniform(0, RETRY_BACKOFF_S * attempt))
+            state, version = await self.load(group, name)
+            changed = change(state)
+            if changed == state:
+                return state
+            try:
+                await self.save(changed, version)
+                return changed
+            except ZkBadVersionError:
+                continue
+        raise RestError(ILLEGAL_STATE, f"consumer instance {name!r} is changing too fast; retry")
+
+    async def delete(self, group: str, name: str, version: int = -1) -> bool:
+        """Remove the instance (only at ``version`` unless -1); False if it was not there or
+        changed meanwhile. The group's node goes too once it holds no instance."""
+        zk = self._zk()
+        try:
+            await zk.run(
+                zk.kazoo.delete, GatewayZNodes.consumer_instance_path(group, name), version
+            )
+        except (ZkNoNodeError, ZkBadVersionError):
+            return False
+        # Other instances may remain, or another gateway removed it already.
+        with contextlib.suppress(PafkaError):
+            await zk.run(zk.kazoo.delete, GatewayZNodes.consumer_group_path(group))
+        return True
+
+    async def names_after(self, cursor: tuple[str, str], limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` (group, instance) pairs after ``cursor``, in order."""
+        zk = self._zk()
+        found: list[tuple[str, str]] = []
+        for group in await zk.get_children(GatewayZNodes.consumers_path()):
+            if group < cursor[0]:
+                continue
+            for name in await zk.get_children(GatewayZNodes.consumer_group_path(group)):
+                if (group, name) > cursor:
+                    found.append((group, name))
+                    if len(found) == limit:
+                        return found
+        return found
+
+
+# -- expiry ------------------------------------------------------------------------------------
+
+
+Cleanup = Callable[[InstanceState], Awaitable[None]]
+
+
+@dataclass
+class Sweeper:
+    """Removes instances idle past the timeout, a bounded batch per round, resuming where the
+    previous round stopped. ``cleanup`` runs first for each (it leaves the group)."""
+
+    store: InstanceStore
+    timeout_ms: int
+    cleanup: Cleanup
+    cursor: tuple[str, str] = ("", "")
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    @property
+    def interval_s(self) -> float:
+        return min(max(self.timeout_ms / 4000, MIN_SWEEP_INTERVAL_S), MAX_SWEEP_INTERVAL_S)
+
+    def start(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._loop(), name="consumer-instance-sweep")
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.sweep()
+            except PafkaError as exc:
+                log.info("consumer instance sweep failed: %s", exc)
+
+    async def sweep(self) -> list[tuple[str, str]]:
+        """One round; the instances it removed."""
+        batch = await self.store.names_after(self.cursor, SWEEP_BATCH)
+        self.cursor = batch[-1] if len(batch) == SWEEP_BATCH else ("", "")
+        removed = []
+        for group, name in batch:
+            if await expire(self.store, group, name, self.timeout_ms, self.cleanup):
+                removed.append((group, name))
+        return removed
+
+
+async def expire(
+    store: InstanceStore, group: str, name: str, timeout_ms: int, cleanup: Cleanup
+) -> bool:
+    """Remove the instance if it is idle past ``timeout_ms`` and untouched while we do."""
+    try:
+        state, version = await store.load(group, name)
+    except RestError:
+        return False
+    if not state.expired(now_ms(), timeout_ms):
+        return False
+    try:
+        await cleanup(state)
+    except PafkaError as exc:
+        log.info("consumer instance %s/%s: cleanup failed: %s", group, name, exc)
+    removed = await store.delete(group, name, version)
+    if removed:
+        log.info("consumer instance %s/%s expired after %d ms idle", group, name, timeout_ms)
+    return removed
