@@ -11,7 +11,8 @@ class, so each boundary maps errors exactly once:
 
     PafkaError
     ├── ProtocolError            malformed frame / request; the connection is closed
-    ├── BrokerConnectionError    pafka as a client could not reach a broker
+    ├── BrokerConnectionError    pafka as a client lost a broker connection
+    │   └── BrokerUnreachableError   ... or never had one: nothing was sent
     ├── RestError                a gateway request is unacceptable (carries a REST error code)
     ├── ConfigError              bad settings or topic configs (not on the wire)
     ├── CoordinationError        ZooKeeper trouble (session lost, node taken, ...)
@@ -100,6 +101,10 @@ class BrokerConnectionError(PafkaError):
 
     retriable = True
     http_status = 503
+
+
+class BrokerUnreachableError(BrokerConnectionError):
+    """No connection to the broker could be made, so nothing was sent: safe to retry."""
 
 
 class RestError(PafkaError):

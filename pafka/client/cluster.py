@@ -18,6 +18,7 @@ from typing import Any
 from pafka.client.connection import BrokerConnection
 from pafka.errors import (
     BrokerConnectionError,
+    BrokerUnreachableError,
     LeaderNotAvailableError,
     PafkaError,
     UnknownTopicOrPartitionError,
@@ -112,7 +113,7 @@ class ClusterClient:
     async def connection(self, broker_id: int) -> BrokerConnection:
         address = self.brokers.get(broker_id)
         if address is None:
-            raise BrokerConnectionError(f"broker {broker_id} is not registered")
+            raise BrokerUnreachableError(f"broker {broker_id} is not registered")
         return await self._connect(address)
 
     async def _connect(self, address: tuple[str, int]) -> BrokerConnection:
@@ -136,7 +137,7 @@ class ClusterClient:
         request on the shared connection would hold up every request behind it."""
         address = self.brokers.get(broker_id)
         if address is None:
-            raise BrokerConnectionError(f"broker {broker_id} is not registered")
+            raise BrokerUnreachableError(f"broker {broker_id} is not registered")
         spares = self._spare.setdefault(address, [])
         connection = None
         while spares and connection is None:
@@ -201,6 +202,11 @@ class ClusterClient:
                         isr=tuple(p.isr_nodes),
                     )
                 self.topics[t.name] = info
+
+    def forget(self, topic: str) -> None:
+        """Drop what is known of ``topic`` so the next lookup asks a broker again (after a
+        broker said it is not the leader, or could not be reached)."""
+        self.topics.pop(topic, None)
 
     async def topic(self, name: str, *, refresh: bool = False) -> TopicInfo:
         if refresh or name not in self.topics:

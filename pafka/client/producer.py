@@ -8,9 +8,10 @@ ones before it). A REST gateway serving many small concurrent requests thus writ
 few large requests.
 
 A send is answered with its offsets only when the broker acknowledged it. Errors that prove
-nothing was appended (not the leader, no leader yet) are retried after a metadata refresh;
-anything else, including a lost connection, is reported, never retried, so a caller is never
-told a record was written twice or written when it was not.
+nothing was appended (not the leader, no leader yet, no connection could be made) are retried
+after a metadata refresh until the request timeout; anything else, including a connection lost
+after sending, is reported, never retried, so a caller is never told a record was written
+twice or written when it was not.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 
 from pafka.client.cluster import ClusterClient
 from pafka.errors import (
+    BrokerUnreachableError,
     LeaderNotAvailableError,
     NotLeaderOrFollowerError,
     PafkaError,
@@ -36,7 +38,8 @@ from pafka.records.encoding import build_batch
 log = logging.getLogger(__name__)
 
 PRODUCE_VERSION = 8
-RETRIABLE_UNAPPENDED = (NotLeaderOrFollowerError, LeaderNotAvailableError)
+RETRIABLE_UNAPPENDED = (NotLeaderOrFollowerError, LeaderNotAvailableError, BrokerUnreachableError)
+MAX_BACKOFF_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class _Parked:
     count: int
     acks: int
     future: asyncio.Future[Appended]
+    deadline: float
     attempts: int = 0
 
 
@@ -80,12 +84,10 @@ class Producer:
         *,
         linger_ms: float = 2.0,
         request_timeout_ms: int = 30_000,
-        max_attempts: int = 5,
     ) -> None:
         self.cluster = cluster
         self.linger_ms = linger_ms
         self.request_timeout_ms = request_timeout_ms
-        self.max_attempts = max_attempts
         self._lingering = _Linger()
         self._inflight: set[asyncio.Task[None]] = set()
 
@@ -97,8 +99,10 @@ class Producer:
             [(r.key, r.value, r.headers) for r in records],
             timestamps_ms=[now if r.timestamp_ms is None else r.timestamp_ms for r in records],
         )
-        future: asyncio.Future[Appended] = asyncio.get_running_loop().create_future()
-        self._park(_Parked(topic, partition, batch, len(records), acks, future))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Appended] = loop.create_future()
+        deadline = loop.time() + self.request_timeout_ms / 1000
+        self._park(_Parked(topic, partition, batch, len(records), acks, future, deadline))
         return await future
 
     def _park(self, parked: _Parked) -> None:
@@ -176,10 +180,12 @@ class Producer:
 
     def _settle(self, item: _Parked, error: PafkaError) -> None:
         """Fail a send, or park it again when the error proves nothing was appended."""
-        if isinstance(error, RETRIABLE_UNAPPENDED) and item.attempts + 1 < self.max_attempts:
+        loop = asyncio.get_running_loop()
+        backoff_s = min(0.05 * 2**item.attempts, MAX_BACKOFF_S)
+        if isinstance(error, RETRIABLE_UNAPPENDED) and loop.time() + backoff_s < item.deadline:
             item.attempts += 1
-            self.cluster.topics.pop(item.topic, None)  # the next send looks the leader up again
-            asyncio.get_running_loop().call_later(0.05 * item.attempts, self._park, item)
+            self.cluster.forget(item.topic)  # the next attempt looks the leader up again
+            loop.call_later(backoff_s, self._park, item)
             return
         if not item.future.done():
             item.future.set_exception(error)

@@ -181,7 +181,7 @@ async def _send_partition(
             if error.retriable:
                 # The leader may have died or moved: the next request looks it up again
                 # instead of failing against the same dead broker until something else does.
-                ctx.cluster.topics.pop(topic, None)
+                ctx.cluster.forget(topic)
             for i in run:
                 results[i] = Result(partition, error=error, retriable=error.retriable)
             held = RestError(
