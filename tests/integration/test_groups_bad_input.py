@@ -395,12 +395,6 @@ def test_made_up_members_of_an_unknown_group_are_refused(cluster: ClusterHandle)
         conn.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="broker bug: a commit with generation >= 0 to a group the coordinator does not know "
-    "creates /consumers/{group} and answers UNKNOWN_MEMBER_ID (25); Kafka answers "
-    "ILLEGAL_GENERATION (22) and creates nothing (GroupCoordinator.handleCommitOffsets)",
-)
 def test_commit_of_a_generation_of_an_unknown_group(cluster: ClusterHandle) -> None:
     topic, conn = empty_group(cluster, "never-joined", 1)
     try:
@@ -432,12 +426,6 @@ def test_made_up_members_of_a_live_group_are_refused(cluster: ClusterHandle) -> 
         conn.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="broker bug: LeaveGroup naming only an unknown member answers UNKNOWN_MEMBER_ID "
-    "but still rebalances the group (rebalance.py leave() calls _after_removal even when "
-    "nobody was removed); Kafka removes only known members and rebalances only then",
-)
 def test_leave_of_an_unknown_member_does_not_rebalance_the_group(cluster: ClusterHandle) -> None:
     _, _, (member,) = new_group(cluster, "leave", 1)
     try:
@@ -841,15 +829,6 @@ def test_fuzzed_assignments_never_crash_the_coordinator(
         conn.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="broker bug: the coordinator writes owners/{topic}/{p} for whatever topic the "
-    "leader's assignment names; '.' and '..' make kazoo raise ValueError inside "
-    "GroupWrite.commit (connection closed, group stuck in CompletingRebalance, LeaveGroup "
-    "closes the connection too), control characters make ZooKeeper refuse the write "
-    "(group unloaded, SyncGroup answers NOT_COORDINATOR). Kafka treats the assignment as "
-    "opaque and answers NONE",
-)
 @pytest.mark.parametrize("topic", [".", "..", "\x00", "\x1b"])
 def test_assignment_naming_a_topic_that_cannot_be_a_znode(
     cluster: ClusterHandle, topic: str

@@ -49,8 +49,14 @@ class GroupOffsets:
     ) -> dict[TopicPartition, KafkaApiError | None]:
         """Per-partition outcome; a whole-request problem (unknown member, stale generation)
         is raised and applies to every partition."""
-        rt = await self.coordinator.group(group_id, create=True)
-        assert rt is not None
+        simple = generation == NO_GENERATION and not member_id and instance_id is None
+        # Only a commit without a member may bring a group into being; one claiming a
+        # generation of a group that does not exist comes from an older life of it.
+        rt = await self.coordinator.group(group_id, create=simple)
+        if rt is None and generation == NO_GENERATION:
+            raise UnknownMemberIdError(f"group {group_id!r} has no member {member_id!r}")
+        if rt is None:
+            raise IllegalGenerationError(f"group {group_id!r} has no generation {generation}")
         async with rt.lock:
             owner = self._committer(rt, generation, member_id, instance_id)
             results: dict[TopicPartition, KafkaApiError | None] = {}

@@ -16,6 +16,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from pafka.cluster.names import is_valid_topic_name
 from pafka.errors import (
     FencedInstanceIdError,
     GroupMaxSizeReachedError,
@@ -323,9 +324,13 @@ class GroupProtocol:
             rt.fail_all(error)
             self.prepare_rebalance(rt, "the leader sent an undecodable assignment")
             return
-        granted, withheld = grant_ownership(
-            {m: a.partitions for m, a in decoded.items()}, meta.owners, meta.members
-        )
+        # Only partitions of legal topic names can be owned (each becomes a znode); whatever
+        # else the leader wrote is handed through untouched, as the opaque assignment it is.
+        ownable = {
+            m: frozenset(tp for tp in a.partitions if is_valid_topic_name(tp[0]))
+            for m, a in decoded.items()
+        }
+        granted, withheld = grant_ownership(ownable, meta.owners, meta.members)
         write = rt.write()
         for member_id, partitions in granted.items():
             for tp in sorted(partitions):
@@ -337,12 +342,11 @@ class GroupProtocol:
         meta.transition(S.STABLE)
         for member_id, member in meta.members.items():
             given = decoded[member_id]
+            mine = granted[member_id] | (given.partitions - ownable[member_id])
             member.assignment = (
                 assignments.get(member_id, b"")
-                if granted[member_id] == given.partitions
-                else encode_assignment(
-                    Assignment(granted[member_id], given.user_data, given.version)
-                )
+                if mine == given.partitions
+                else encode_assignment(Assignment(mine, given.user_data, given.version))
             )
             member.last_heard_ms = now_ms()
             rt.answer_sync(member_id, member.assignment)
@@ -393,7 +397,9 @@ class GroupProtocol:
                     continue
                 rt.remove_member(member_id, write, UnknownMemberIdError("left the group"))
                 results.append(None)
-            await self._after_removal(rt, write, "member(s) left")
+            # Only a departure rebalances: a leave naming nobody must not disturb the group.
+            if any(result is None for result in results):
+                await self._after_removal(rt, write, "member(s) left")
         return results
 
     async def _after_removal(self, rt: GroupRuntime, write: GroupWrite, why: str) -> None:
