@@ -4,20 +4,19 @@ Topics are created, grown and deleted through any broker (CreateTopics, CreatePa
 DeleteTopics: the broker writes ZooKeeper and answers once its metadata shows the outcome);
 configs come from DescribeConfigs. Groups are described through their coordinator
 (:class:`pafka.client.groups.GroupClient`: DescribeGroups, OffsetFetch) and measured against
-the partition leaders' log ends (ListOffsets, :func:`pafka.client.fetcher.offsets`) for lags.
+the partition leaders' log ends for lags (:mod:`pafka.client.group_lags`).
 An error code in a response is raised once, as the :mod:`pafka.errors` class of that code.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pafka.client import fetcher
 from pafka.client.cluster import ClusterClient
+from pafka.client.group_lags import PartitionLag, log_end_offsets
 from pafka.client.groups import DescribedMember, GroupClient, GroupDescription
-from pafka.errors import GroupIdNotFoundError, PafkaError, for_code
+from pafka.errors import GroupIdNotFoundError, for_code
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
@@ -27,7 +26,6 @@ DELETE_TOPICS_VERSION = 4
 CREATE_PARTITIONS_VERSION = 2
 DESCRIBE_CONFIGS_VERSION = 3
 METADATA_VERSION = 9
-MAX_CONCURRENT_LOOKUPS = 16
 
 TOPIC_RESOURCE = 2
 DEFAULT = -1  # partitions / replication factor: the broker's default
@@ -85,23 +83,6 @@ class GroupView:
 
     def owner(self, tp: TopicPartition) -> DescribedMember | None:
         return next((m for m in self.description.members if tp in m.assigned_partitions()), None)
-
-
-@dataclass(frozen=True)
-class PartitionLag:
-    """One partition of a group: committed position (None: nothing committed), log end, owner."""
-
-    topic: str
-    partition: int
-    current_offset: int | None
-    log_end_offset: int | None
-    owner: DescribedMember | None
-
-    @property
-    def lag(self) -> int | None:
-        if self.current_offset is None or self.log_end_offset is None:
-            return None
-        return max(self.log_end_offset - self.current_offset, 0)
 
 
 def _raise_for(code: int, message: str | None, what: str) -> None:
@@ -219,23 +200,6 @@ class AdminClient:
         found = await self.groups.fetch_offsets(group)
         return {tp: c.offset for tp, c in sorted(found.items()) if c is not None}
 
-    async def log_end_offsets(
-        self, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, int]:
-        """The high watermark of each partition; one whose leader cannot answer is left out."""
-        wanted = sorted(set(partitions))
-        slots = asyncio.Semaphore(MAX_CONCURRENT_LOOKUPS)
-
-        async def end(tp: TopicPartition) -> int | None:
-            async with slots:
-                try:
-                    return (await fetcher.offsets(self.cluster, *tp))[1]
-                except PafkaError:
-                    return None
-
-        ends = await asyncio.gather(*(end(tp) for tp in wanted))
-        return {tp: e for tp, e in zip(wanted, ends, strict=True) if e is not None}
-
     async def group_lags(self, group: str) -> tuple[GroupView, list[PartitionLag]]:
         """The group and, per partition it committed or owns, position, log end and owner.
         A dead group with nothing committed does not exist."""
@@ -245,7 +209,7 @@ class AdminClient:
             raise GroupIdNotFoundError(f"consumer group {group!r} does not exist")
         owned = {tp for m in view.description.members for tp in m.assigned_partitions()}
         partitions = sorted(committed.keys() | owned)
-        ends = await self.log_end_offsets(partitions)
+        ends = await log_end_offsets(self.cluster, partitions)
         lags = [
             PartitionLag(tp[0], tp[1], committed.get(tp), ends.get(tp), view.owner(tp))
             for tp in partitions

@@ -11,13 +11,8 @@ JoinGroup and SyncGroup wait at the coordinator until the whole group has joined
 they go over a connection of their own (:meth:`ClusterClient.exclusive`): a broker answers each
 connection in order, and a parked join would hold up every request behind it.
 
-:meth:`GroupClient.join_consumer` is the whole "consumer" protocol round for a member that
-subscribes to topics: join (with the MEMBER_ID_REQUIRED round trip), compute the assignment with
-:mod:`pafka.groups.assignors` when elected leader (:func:`leader_assignments`), sync, and rejoin
-while the group keeps rebalancing. Members of any Kafka client announcing the same assignor name
-can share the group. The assignors here are eager: a member that rejoins has given up everything
-it held (the coordinator releases it), and it reports no owned partitions, so ``sticky`` is
-balanced and keeps what members of other clients report holding, not what this member held.
+The whole "consumer" protocol round built on these calls (join, the leader's assignment, sync,
+rejoin while rebalancing) is :func:`pafka.client.group_join.join_consumer`.
 """
 
 from __future__ import annotations
@@ -32,7 +27,6 @@ from typing import Any, TypeVar
 from pafka.client.cluster import ClusterClient
 from pafka.errors import (
     BrokerConnectionError,
-    ConfigError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
@@ -46,18 +40,7 @@ from pafka.errors import (
     UnknownMemberIdError,
     for_code,
 )
-from pafka.groups import assignors
-from pafka.groups.consumer_protocol import (
-    PROTOCOL_TYPE,
-    Assignment,
-    Subscription,
-    TopicPartition,
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-)
-from pafka.groups.kafka_python_assignors import decode_sticky_user_data, newest_claims
+from pafka.groups.consumer_protocol import PROTOCOL_TYPE, TopicPartition, decode_assignment
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
 
@@ -154,21 +137,6 @@ class ListedGroup:
     protocol_type: str
     state: str
     coordinator: int
-
-
-@dataclass(frozen=True)
-class ConsumerMembership:
-    """A consumer member's place in the group after a completed join and sync."""
-
-    member_id: str
-    generation: int
-    protocol: str
-    leader: str
-    partitions: frozenset[TopicPartition]
-
-    @property
-    def is_leader(self) -> bool:
-        return self.member_id == self.leader
 
 
 def _error(code: int, what: str) -> KafkaApiError:
@@ -490,110 +458,3 @@ class GroupClient:
                     g.group_id, ListedGroup(g.group_id, g.protocol_type, g.group_state, broker_id)
                 )
         return sorted(found.values(), key=lambda g: g.group_id)
-
-    # -- the consumer protocol, whole --------------------------------------------------------
-
-    async def join_consumer(
-        self,
-        group: str,
-        topics: Iterable[str],
-        *,
-        assignor: str = "range",
-        member_id: str = "",
-        instance_id: str | None = None,
-        session_timeout_ms: int = 30_000,
-        rebalance_timeout_ms: int | None = None,
-        max_rounds: int = 5,
-    ) -> ConsumerMembership:
-        """Join (or rejoin, with ``member_id``) as a consumer subscribed to ``topics`` and
-        return once the group's assignment reached this member.
-
-        If another rebalance starts before the sync completes, the member joins again, up to
-        ``max_rounds`` times (then RebalanceInProgressError). An eager member: whatever it held
-        before is released by rejoining.
-        """
-        if assignor not in assignors.ASSIGNORS:
-            known = ", ".join(sorted(assignors.ASSIGNORS))
-            raise ConfigError(f"unknown partition assignor {assignor!r} (known: {known})")
-        metadata = encode_subscription(Subscription(tuple(sorted(set(topics)))))
-        rebalance_ms = session_timeout_ms if rebalance_timeout_ms is None else rebalance_timeout_ms
-        for _ in range(max_rounds):
-            joined = await self.join(
-                group,
-                [(assignor, metadata)],
-                session_timeout_ms=session_timeout_ms,
-                rebalance_timeout_ms=rebalance_ms,
-                member_id=member_id,
-                instance_id=instance_id,
-            )
-            member_id = joined.member_id
-            protocol = joined.protocol or assignor
-            assignments: dict[str, bytes] = {}
-            if joined.is_leader:
-                counts = await self.partition_counts(
-                    t for m in joined.members for t in decode_subscription(m.metadata).topics
-                )
-                assignments = leader_assignments(protocol, joined.members, counts)
-            try:
-                raw = await self.sync(
-                    group,
-                    joined.generation,
-                    member_id,
-                    assignments=assignments,
-                    instance_id=instance_id,
-                    protocol=protocol,
-                    timeout_s=rebalance_ms / 1000 + PARKED_MARGIN_S,
-                )
-            except (RebalanceInProgressError, IllegalGenerationError) as exc:
-                log.debug("group %r: %s; joining again", group, exc)
-                continue
-            return ConsumerMembership(
-                member_id=member_id,
-                generation=joined.generation,
-                protocol=protocol,
-                leader=joined.leader,
-                partitions=decode_assignment(raw).partitions,
-            )
-        raise RebalanceInProgressError(f"group {group!r} kept rebalancing; join again")
-
-    async def partition_counts(self, topics: Iterable[str]) -> dict[str, int]:
-        """Partition counts of the existing ``topics``, from fresh metadata."""
-        wanted = sorted(set(topics))
-        if not wanted:
-            return {}
-        await self.cluster.refresh(wanted)
-        known = self.cluster.topics
-        return {t: len(known[t].partitions) for t in wanted if t in known and known[t].partitions}
-
-
-def leader_assignments(
-    protocol: str, members: Sequence[JoinedMember], partition_counts: Mapping[str, int]
-) -> dict[str, bytes]:
-    """What the leader sends in SyncGroup: each member's consumer-protocol assignment under
-    the assignor named ``protocol``, from every member's subscription.
-
-    For ``sticky``, what each member held comes from Kafka's sticky user data or the owned
-    partitions of a v1+ subscription; a partition claimed in an older generation is dropped.
-    """
-    decoded = {m.member_id: decode_subscription(m.metadata) for m in members}
-    owned: dict[str, frozenset[TopicPartition]] = {}
-    if protocol == "sticky":
-        claims = {}
-        for member_id, sub in decoded.items():
-            claim = decode_sticky_user_data(sub.user_data)
-            claims[member_id] = claim or (sub.owned_partitions, sub.generation_id)
-        owned = newest_claims(claims)
-    subscriptions = [
-        assignors.MemberSubscription(
-            member_id=m.member_id,
-            topics=frozenset(decoded[m.member_id].topics),
-            owned=owned.get(m.member_id, frozenset()),
-            instance_id=m.instance_id,
-        )
-        for m in members
-    ]
-    decided = assignors.assign(protocol, subscriptions, partition_counts)
-    return {
-        member_id: encode_assignment(Assignment(partitions))
-        for member_id, partitions in decided.items()
-    }

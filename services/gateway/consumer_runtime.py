@@ -5,12 +5,13 @@ request loads it, acts, and writes back what changed through the store's conditi
 so the request may reach any gateway replica.
 
 * **Membership.** A subscribed instance is a real member of its group, in the "consumer"
-  protocol with the range assignor (:meth:`GroupClient.join_consumer`). It joins when it has no
-  member id or was told to rejoin, and heartbeats on every request otherwise; a heartbeat that
-  says "rebalancing" or "stale generation" makes it rejoin with its id, "unknown member" as a
-  new member. Its session timeout is the instance timeout (within Kafka's default bounds), so
-  an idle instance and its membership expire together. The rebalance timeout is the gateway's
-  longest poll: a join waits at most that long for the group's other members to come back.
+  protocol with the range assignor (:func:`pafka.client.group_join.join_consumer`). It joins
+  when it has no member id or was told to rejoin, and heartbeats on every request otherwise; a
+  heartbeat that says "rebalancing" or "stale generation" makes it rejoin with its id, "unknown
+  member" as a new member. Its session timeout is the instance timeout (within Kafka's default
+  bounds), so an idle instance and its membership expire together. The rebalance timeout is
+  the gateway's longest poll: a join waits at most that long for the group's other members to
+  come back.
 * **Positions.** A partition without a position starts at the group's committed offset, else
   at ``auto.offset.reset``; an offset that fell out of the log is reset the same way.
 * **Reads.** Every assigned partition is fetched at once without waiting; if nothing came,
@@ -34,7 +35,8 @@ from typing import Any
 from pafka.client import fetcher
 from pafka.client.cluster import ClusterClient
 from pafka.client.fetcher import FetchedRecord, FetchResult
-from pafka.client.groups import ConsumerMembership, GroupClient, OffsetAndMetadata
+from pafka.client.group_join import ConsumerMembership, join_consumer
+from pafka.client.groups import GroupClient, OffsetAndMetadata
 from pafka.errors import (
     IllegalGenerationError,
     KafkaApiError,
@@ -209,7 +211,8 @@ class ConsumerRuntime:
         return await self.store.update(state.group, state.name, change)
 
     async def _join_as(self, state: InstanceState, member_id: str) -> ConsumerMembership:
-        return await self.groups.join_consumer(
+        return await join_consumer(
+            self.groups,
             state.group,
             state.topics,
             assignor=ASSIGNOR,

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from pafka.client.groups import DescribedMember, JoinedMember, _error, leader_assignments
+from pafka.client.group_join import leader_assignments
+from pafka.client.groups import DescribedMember, JoinedMember, _error
 from pafka.errors import ConfigError, IllegalGenerationError, RebalanceInProgressError
 from pafka.groups.assignors import ASSIGNORS, MemberSubscription, assign
 from pafka.groups.consumer_protocol import (

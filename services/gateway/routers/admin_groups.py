@@ -14,7 +14,8 @@ import re
 from fastapi import APIRouter
 from pydantic import Field
 
-from pafka.client.admin import DEAD, AdminClient, GroupView, PartitionLag
+from pafka.client.admin import DEAD, AdminClient, GroupView
+from pafka.client.group_lags import PartitionLag
 from pafka.client.groups import DescribedMember, GroupDescription
 from pafka.errors import GroupIdNotFoundError, PafkaError, RestError
 from services.gateway.errors import UNKNOWN_CONSUMER_INSTANCE, UNKNOWN_PARTITION

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from pafka.client import fetcher
 from pafka.client.cluster import ClusterClient
+from pafka.client.group_join import join_consumer, partition_counts
 from pafka.client.groups import (
     GroupClient,
     GroupDescription,
@@ -333,12 +334,13 @@ async def join(
     ctx: Annotated[GatewayContext, Depends(context)],
 ) -> JoinResponse | JSONResponse:
     groups = _groups(ctx)
-    counts = await groups.partition_counts(request.topics)
+    counts = await partition_counts(groups.cluster, request.topics)
     missing = sorted(set(request.topics) - set(counts))
     if missing:
         raise RestError(UNKNOWN_TOPIC, f"topics {missing} do not exist")
     joined = await as_member(
-        groups.join_consumer(
+        join_consumer(
+            groups,
             group,
             request.topics,
             assignor=request.assignor,
@@ -521,7 +523,7 @@ async def _group_node(ctx: GatewayContext, group: str) -> GroupZNode | None:
 
 
 async def _all_partitions(groups: GroupClient, topics: set[str]) -> set[TopicPartition]:
-    counts = await groups.partition_counts(topics)
+    counts = await partition_counts(groups.cluster, topics)
     return {(t, p) for t, n in counts.items() for p in range(n)}
 
 
