@@ -23,9 +23,8 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Depends, Path, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
-from pafka.client import fetcher
+from pafka.client import group_lags
 from pafka.client.cluster import ClusterClient
 from pafka.client.group_join import join_consumer, partition_counts
 from pafka.client.groups import (
@@ -45,7 +44,6 @@ from pafka.errors import (
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
-from pafka.groups.assignors import ASSIGNORS
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.zk.znodes import ConsumerGroupZNodes, GroupZNode
 from services.gateway.context import GatewayContext, context
@@ -56,226 +54,34 @@ from services.gateway.errors import (
     UNKNOWN_TOPIC,
     rest_code,
 )
+from services.gateway.models.groups import (
+    AssignedPartition,
+    CommitError,
+    CommitRequest,
+    CommitResponse,
+    CommitResult,
+    GroupMemberView,
+    GroupView,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinRequest,
+    JoinResponse,
+    MemberPartition,
+    PartitionLag,
+    RejoinError,
+)
 
 router = APIRouter(prefix="/groups", tags=["groups (native membership)"])
 
 STALE_GENERATION = 40901
 T = TypeVar("T")
-MAX_INT32 = 2**31 - 1
-ASSIGNOR_NAMES: list[JsonValue] = [*sorted(ASSIGNORS)]
 
 GroupId = Annotated[str, Path(description="Consumer group id", examples=["orders-processors"])]
 MemberId = Annotated[str, Path(description="Member id the join returned")]
-
-
-# -- shapes ----------------------------------------------------------------------------------
-
-
-class JoinRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {"topics": ["orders"], "assignor": "range", "session_timeout_ms": 30000},
-                {"topics": ["orders"], "member_id": "pafka-gateway-6f1c...", "assignor": "range"},
-            ]
-        },
-    )
-
-    topics: list[Annotated[str, Field(min_length=1)]] = Field(
-        min_length=1, description="Topics to consume; each must exist"
-    )
-    assignor: str = Field(
-        "range",
-        description="Partition assignor, by its Kafka protocol name",
-        json_schema_extra={"enum": ASSIGNOR_NAMES},
-    )
-    member_id: str | None = Field(
-        None, min_length=1, description="Rejoin as this member; omit to join as a new one"
-    )
-    session_timeout_ms: int = Field(
-        30_000,
-        gt=0,
-        le=MAX_INT32,
-        description="Heartbeat at least this often; the broker allows [6000, 1800000]",
-    )
-    rebalance_timeout_ms: int | None = Field(
-        None,
-        gt=0,
-        le=MAX_INT32,
-        description="How long a rebalance waits for members to rejoin (default: the session "
-        "timeout); this request may take as long",
-    )
-    instance_id: str | None = Field(
-        None, min_length=1, description="group.instance.id for static membership"
-    )
-
-    @field_validator("assignor")
-    @classmethod
-    def _known_assignor(cls, value: str) -> str:
-        if value not in ASSIGNORS:
-            raise ValueError(f"unknown assignor {value!r} (known: {', '.join(sorted(ASSIGNORS))})")
-        return value
-
-
-class AssignedPartition(BaseModel):
-    topic: str
-    partition: int
-    committed_offset: int = Field(description="Next offset to consume; -1 when none committed")
-
-
-class JoinResponse(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "member_id": "pafka-gateway-6f1c2d0e-8a57-4a8e-9f43-3c1d6b0a7e21",
-                    "generation": 3,
-                    "assignor": "range",
-                    "leader": True,
-                    "assignment": [{"topic": "orders", "partition": 0, "committed_offset": 42}],
-                }
-            ]
-        }
-    )
-
-    member_id: str
-    generation: int
-    assignor: str = Field(description="The assignor the group chose")
-    leader: bool = Field(description="Whether this member computed the group's assignment")
-    assignment: list[AssignedPartition]
-
-
-class HeartbeatRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"generation": 3}]})
-
-    generation: int = Field(ge=0, le=MAX_INT32)
-    instance_id: str | None = Field(None, min_length=1)
-
-
-class HeartbeatResponse(BaseModel):
-    rejoin: bool = Field(False, description="Always false here; a rejoin is a 409")
-
-
-class RejoinError(BaseModel):
-    error_code: int
-    message: str
-    rejoin: bool = True
-
-
-class OffsetToCommit(BaseModel):
-    topic: str = Field(min_length=1)
-    partition: int = Field(ge=0, le=MAX_INT32)
-    offset: int = Field(ge=0, description="The next offset to consume")
-    metadata: str | None = None
-
-
-class CommitRequest(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "member_id": "pafka-gateway-6f1c2d0e-8a57-4a8e-9f43-3c1d6b0a7e21",
-                    "generation": 3,
-                    "offsets": [{"topic": "orders", "partition": 0, "offset": 43}],
-                }
-            ]
-        },
-    )
-
-    member_id: str = Field(min_length=1)
-    generation: int = Field(ge=0, le=MAX_INT32)
-    offsets: list[OffsetToCommit] = Field(min_length=1)
-    instance_id: str | None = Field(None, min_length=1)
-
-
-class CommitResult(BaseModel):
-    topic: str
-    partition: int
-    offset: int
-    error_code: int = Field(0, description="The Kafka error code; 0: committed")
-    error: str | None = None
-
-
-class CommitResponse(BaseModel):
-    offsets: list[CommitResult]
-
-
-class CommitError(BaseModel):
-    error_code: int
-    message: str
-    offsets: list[CommitResult]
-
-
-class MemberPartition(BaseModel):
-    topic: str
-    partition: int
-
-
-class GroupMemberView(BaseModel):
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    host: str
-    assignment: list[MemberPartition]
-
-
-class PartitionLag(BaseModel):
-    topic: str
-    partition: int
-    committed_offset: int = Field(description="-1 when none committed")
-    end_offset: int | None = Field(description="The high watermark; null if unknown")
-    lag: int | None = Field(description="end_offset - committed_offset; null without either")
-
-
-class GroupView(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "group": "orders-processors",
-                    "state": "Stable",
-                    "protocol": "range",
-                    "generation": 3,
-                    "members": [
-                        {
-                            "member_id": "pafka-gateway-6f1c2d0e-8a57-4a8e-9f43-3c1d6b0a7e21",
-                            "instance_id": None,
-                            "client_id": "pafka-gateway",
-                            "host": "10.0.0.7",
-                            "assignment": [{"topic": "orders", "partition": 0}],
-                        }
-                    ],
-                    "partitions": [
-                        {
-                            "topic": "orders",
-                            "partition": 0,
-                            "committed_offset": 42,
-                            "end_offset": 50,
-                            "lag": 8,
-                        }
-                    ],
-                }
-            ]
-        }
-    )
-
-    group: str
-    state: str
-    protocol: str | None
-    generation: int | None = Field(description="From ZooKeeper; null when it is not reachable")
-    members: list[GroupMemberView]
-    partitions: list[PartitionLag]
-
-
 REJOIN_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"model": RejoinError, "description": "Unknown member: join again without member_id"},
     409: {"model": RejoinError, "description": "Rebalancing (40902) or stale generation (40901)"},
 }
-
-
-# -- errors ----------------------------------------------------------------------------------
 
 
 _clients: weakref.WeakKeyDictionary[ClusterClient, GroupClient] = weakref.WeakKeyDictionary()
@@ -287,6 +93,9 @@ def _groups(ctx: GatewayContext) -> GroupClient:
     if client is None:
         client = _clients[ctx.cluster] = GroupClient(ctx.cluster)
     return client
+
+
+# -- errors ----------------------------------------------------------------------------------
 
 
 def membership_error(exc: PafkaError) -> JSONResponse | None:
@@ -476,7 +285,7 @@ async def describe(group: GroupId, ctx: Annotated[GatewayContext, Depends(contex
         raise GroupIdNotFoundError(f"group {group!r} does not exist")
     assigned = {tp for m in description.members for tp in m.assigned_partitions()}
     partitions = await _all_partitions(groups, {t for t, _ in {*assigned, *committed}})
-    ends = await _end_offsets(ctx, partitions)
+    ends = await group_lags.log_end_offsets(ctx.cluster, partitions)
     return GroupView(
         group=group,
         state=description.state,
@@ -505,10 +314,13 @@ def _members(description: GroupDescription) -> list[GroupMemberView]:
 
 
 def _lag(tp: TopicPartition, committed: OffsetAndMetadata | None, end: int | None) -> PartitionLag:
-    offset = committed.offset if committed else -1
-    lag = max(end - offset, 0) if end is not None and offset >= 0 else None
+    lag = group_lags.PartitionLag(tp[0], tp[1], committed.offset if committed else None, end)
     return PartitionLag(
-        topic=tp[0], partition=tp[1], committed_offset=offset, end_offset=end, lag=lag
+        topic=lag.topic,
+        partition=lag.partition,
+        committed_offset=-1 if lag.current_offset is None else lag.current_offset,
+        end_offset=lag.log_end_offset,
+        lag=lag.lag,
     )
 
 
@@ -525,20 +337,3 @@ async def _group_node(ctx: GatewayContext, group: str) -> GroupZNode | None:
 async def _all_partitions(groups: GroupClient, topics: set[str]) -> set[TopicPartition]:
     counts = await partition_counts(groups.cluster, topics)
     return {(t, p) for t, n in counts.items() for p in range(n)}
-
-
-async def _end_offsets(
-    ctx: GatewayContext, partitions: set[TopicPartition]
-) -> dict[TopicPartition, int]:
-    """High watermarks; a partition whose leader cannot answer now is left out."""
-    ordered = sorted(partitions)
-    found = await asyncio.gather(
-        *(fetcher.offsets(ctx.cluster, t, p) for t, p in ordered), return_exceptions=True
-    )
-    ends: dict[TopicPartition, int] = {}
-    for tp, answer in zip(ordered, found, strict=True):
-        if isinstance(answer, tuple):
-            ends[tp] = answer[1]
-        elif not isinstance(answer, PafkaError):
-            raise answer
-    return ends
