@@ -1,217 +1,42 @@
-"""Administration in Confluent's v3 shape: ``/v3/clusters/{cluster_id}/...``.
+"""Administration in Confluent's v3 shape: clusters, brokers, topics, partitions and replicas
+under ``/v3/clusters/{cluster_id}/...``; consumer groups are in ``admin_groups``.
 
-Clusters, brokers, topics, partitions and replicas live here, with what every v3 route shares
-(links, the cluster-id check, the admin client); consumer groups are in ``admin_groups``.
-Every resource is ``{"kind": "Kafka...", "metadata": {"self": url, "resource_name": crn}, ...}``,
-every collection ``{"kind": "Kafka...List", "metadata": {"self": url, "next": null}, "data":
-[...]}``, and links to other resources are ``{"related": url}``. There is one cluster, whose id
-is the one Metadata reports; any other id is 404. All of it goes over the Kafka protocol through
-:class:`pafka.client.admin.AdminClient`.
+What every v3 route shares (links, the cluster-id check, the admin client) is
+:mod:`services.gateway.v3`, the bodies are :mod:`services.gateway.models.admin`. All of it goes
+over the Kafka protocol through :class:`pafka.client.admin.AdminClient`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Request, Response
 
-from fastapi import APIRouter, Depends, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
-
-from pafka.client.admin import DEFAULT, AdminClient
+from pafka.client.admin import DEFAULT
 from pafka.client.cluster import PartitionLeader
 from pafka.errors import RestError
 from services.gateway.context import Ctx, GatewayContext
 from services.gateway.errors import UNKNOWN_PARTITION
+from services.gateway.models.admin import (
+    Broker,
+    BrokerList,
+    Cluster,
+    ClusterList,
+    ListMetadata,
+    Partition,
+    PartitionList,
+    Replica,
+    ReplicaList,
+    Topic,
+    TopicConfig,
+    TopicConfigList,
+    TopicCreate,
+    TopicList,
+    TopicUpdate,
+)
+from services.gateway.v3 import Admin, At, Links, current_cluster_id
 
 router = APIRouter(prefix="/v3/clusters", tags=["admin (v3)"])
 
-UNKNOWN_CLUSTER = 40400
 UNKNOWN_BROKER = 40400
-
-
-# -- shapes ----------------------------------------------------------------------------------
-
-
-class Relationship(BaseModel):
-    related: str
-
-
-class ResourceMetadata(BaseModel):
-    self: str
-    resource_name: str | None = None
-
-
-class ListMetadata(BaseModel):
-    self: str
-    next: str | None = None
-
-
-class Resource(BaseModel):
-    kind: str
-    metadata: ResourceMetadata
-
-
-class Cluster(Resource):
-    cluster_id: str
-    controller: Relationship | None
-    brokers: Relationship
-    topics: Relationship
-    consumer_groups: Relationship
-
-
-class Broker(Resource):
-    cluster_id: str
-    broker_id: int
-    host: str
-    port: int
-    rack: str | None
-
-
-class Topic(Resource):
-    cluster_id: str
-    topic_name: str
-    is_internal: bool = False
-    replication_factor: int
-    partitions_count: int
-    partitions: Relationship
-    configs: Relationship
-
-
-class ConfigSetting(BaseModel):
-    name: str = Field(examples=["retention.ms"])
-    value: str | None = Field(examples=["86400000"])
-
-
-class TopicCreate(BaseModel):
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "topic_name": "orders",
-                    "partitions_count": 6,
-                    "replication_factor": 3,
-                    "configs": [{"name": "cleanup.policy", "value": "compact"}],
-                }
-            ]
-        }
-    )
-    topic_name: str
-    partitions_count: int | None = Field(None, description="the brokers' default when absent")
-    replication_factor: int | None = Field(None, description="the brokers' default when absent")
-    configs: list[ConfigSetting] = []
-    validate_only: bool = False
-
-
-class TopicUpdate(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"partitions_count": 12}]})
-    partitions_count: int = Field(description="the new total; partitions are only ever added")
-
-
-class TopicConfig(Resource):
-    cluster_id: str
-    topic_name: str
-    name: str
-    value: str | None
-    is_default: bool
-    is_read_only: bool
-    is_sensitive: bool
-    source: str
-
-
-class Partition(Resource):
-    """Confluent's partition, plus the plain broker ids of its leader, replicas and ISR."""
-
-    cluster_id: str
-    topic_name: str
-    partition_id: int
-    leader: Relationship | None
-    replicas: Relationship
-    leader_id: int | None = Field(examples=[1])
-    replica_ids: list[int] = Field(examples=[[1, 2, 3]])
-    isr_ids: list[int] = Field(examples=[[1, 2]])
-
-
-class Replica(Resource):
-    cluster_id: str
-    topic_name: str
-    partition_id: int
-    broker_id: int
-    is_leader: bool
-    is_in_sync: bool
-    broker: Relationship
-
-
-class ResourceList(BaseModel):
-    kind: str
-    metadata: ListMetadata
-
-
-class ClusterList(ResourceList):
-    data: list[Cluster]
-
-
-class BrokerList(ResourceList):
-    data: list[Broker]
-
-
-class TopicList(ResourceList):
-    data: list[Topic]
-
-
-class TopicConfigList(ResourceList):
-    data: list[TopicConfig]
-
-
-class PartitionList(ResourceList):
-    data: list[Partition]
-
-
-class ReplicaList(ResourceList):
-    data: list[Replica]
-
-
-# -- where things are --------------------------------------------------------------------------
-
-
-class Links:
-    """URLs and resource names of one cluster's resources, from the request's base URL."""
-
-    def __init__(self, request: Request, cluster_id: str) -> None:
-        self.cluster_id = cluster_id
-        self.base = f"{str(request.base_url).rstrip('/')}/v3/clusters/{cluster_id}"
-        self.crn = f"crn:///kafka={cluster_id}"
-
-    def url(self, *parts: object) -> str:
-        return "/".join([self.base, *(str(p) for p in parts)])
-
-    def meta(self, *parts: object, crn: str = "") -> ResourceMetadata:
-        return ResourceMetadata(self=self.url(*parts), resource_name=self.crn + crn)
-
-    def rel(self, *parts: object) -> Relationship:
-        return Relationship(related=self.url(*parts))
-
-    def listing(self, *parts: object) -> ListMetadata:
-        return ListMetadata(self=self.url(*parts))
-
-
-async def _cluster_id(ctx: GatewayContext) -> str:
-    if ctx.cluster.cluster_id is None:
-        await ctx.cluster.refresh()
-    return ctx.cluster.cluster_id or "pafka"
-
-
-async def links(cluster_id: str, request: Request, ctx: Ctx) -> Links:
-    """The dependency of every route under one cluster: 404 unless it is this one."""
-    if cluster_id != await _cluster_id(ctx):
-        raise RestError(UNKNOWN_CLUSTER, f"cluster {cluster_id!r} not found")
-    return Links(request, cluster_id)
-
-
-def admin(ctx: Ctx) -> AdminClient:
-    return AdminClient(ctx.cluster, timeout_ms=ctx.settings.request_timeout_ms)
-
-
-At = Annotated[Links, Depends(links)]
-Admin = Annotated[AdminClient, Depends(admin)]
 
 
 # -- clusters and brokers --------------------------------------------------------------------
@@ -232,7 +57,7 @@ def _cluster(at: Links, controller_id: int) -> Cluster:
 @router.get("", response_model=ClusterList)
 async def list_clusters(request: Request, ctx: Ctx, client: Admin) -> ClusterList:
     described = await client.describe_cluster()
-    at = Links(request, described.cluster_id or await _cluster_id(ctx))
+    at = Links(request, described.cluster_id or await current_cluster_id(ctx))
     listing = ListMetadata(self=at.base.rsplit("/", 1)[0])
     return ClusterList(
         kind="KafkaClusterList", metadata=listing, data=[_cluster(at, described.controller_id)]
