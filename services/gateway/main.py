@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from pafka.httpserver import start_http
@@ -26,7 +27,18 @@ async def run(settings: GatewaySettings) -> None:
         await ctx.close()
 
 
+def use_uvloop() -> None:
+    """Run on uvloop when it is installed: its transports and scheduling cost the gateway, whose
+    work is mostly many small HTTP and Kafka exchanges, a good part less CPU per request."""
+    try:
+        import uvloop
+    except ImportError:
+        return
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
 def main() -> None:
+    use_uvloop()
     serve("gateway", GatewaySettings.from_env, run)
 
 
