@@ -1,6 +1,6 @@
 """What a REST consumer instance does on the brokers: membership, positions, reads, commits.
 
-The instance itself lives in ZooKeeper (:mod:`services.gateway.consumer_instances`); each
+The instance itself lives in ZooKeeper (:mod:`services.gateway.consumer_instance_store`); each
 request loads it, acts, and writes back what changed through the store's conditional update,
 so the request may reach any gateway replica.
 
@@ -15,9 +15,10 @@ so the request may reach any gateway replica.
 * **Positions.** A partition without a position starts at the group's committed offset, else
   at ``auto.offset.reset``; an offset that fell out of the log is reset the same way.
 * **Reads.** Every assigned partition is fetched at once without waiting; if nothing came,
-  all are long-polled together until the first answers with records or the timeout passes.
-  Positions move only where no one moved them meanwhile, and only records whose move was
-  written are returned: two concurrent reads of one instance never return the same records.
+  all are long-polled together until the first answers with records or the timeout passes
+  (:mod:`services.gateway.consumer_reads`). Positions move only where no one moved them
+  meanwhile, and only records whose move was written are returned: two concurrent reads of one
+  instance never return the same records.
 * **Commits.** With auto commit, a read first commits the positions reached by earlier reads
   (what the client has already received), as Kafka's consumer commits on poll, and so do a
   rejoin and a delete.
@@ -25,22 +26,18 @@ so the request may reach any gateway replica.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pafka.client import fetcher
 from pafka.client.cluster import ClusterClient
-from pafka.client.fetcher import FetchedRecord, FetchResult
 from pafka.client.group_join import ConsumerMembership, join_consumer
 from pafka.client.groups import GroupClient, OffsetAndMetadata
 from pafka.errors import (
     IllegalGenerationError,
     KafkaApiError,
-    OffsetOutOfRangeError,
     PafkaError,
     RebalanceInProgressError,
     RestError,
@@ -48,13 +45,14 @@ from pafka.errors import (
     ZkBadVersionError,
 )
 from pafka.groups.consumer_protocol import TopicPartition
-from services.gateway.consumer_instances import (
-    EARLIEST,
-    InstanceState,
-    InstanceStore,
-    Sweeper,
-    expire,
-    now_ms,
+from services.gateway.consumer_instance_store import InstanceStore, Sweeper, expire
+from services.gateway.consumer_instances import EARLIEST, InstanceState, now_ms
+from services.gateway.consumer_reads import (
+    PartitionReader,
+    Render,
+    rendered,
+    reset_positions,
+    trim,
 )
 from services.gateway.errors import ILLEGAL_STATE, UNKNOWN_CONSUMER_INSTANCE
 from services.gateway.settings import GatewaySettings
@@ -65,37 +63,7 @@ ASSIGNOR = "range"
 # Kafka's default group.min/max.session.timeout.ms: a session outside them is refused.
 MIN_SESSION_MS = 6_000
 MAX_SESSION_MS = 1_800_000
-MAX_CONCURRENT_FETCHES = 32
 REBALANCED = (RebalanceInProgressError, IllegalGenerationError)
-
-Records = list[tuple[TopicPartition, list[FetchedRecord]]]
-# Records of one partition as the client will see them; raises RestError for one it cannot show.
-Render = Callable[[TopicPartition, list[FetchedRecord]], list[Any]]
-
-
-def _size(record: FetchedRecord) -> int:
-    headers = sum(len(k) + len(v or b"") for k, v in record.headers)
-    return len(record.key or b"") + len(record.value or b"") + headers
-
-
-def trim(fetched: Records, max_bytes: int, max_records: int) -> Records:
-    """The records to answer with: in partition order, up to ``max_bytes`` of keys, values
-    and headers (at least one record) and ``max_records``."""
-    kept: Records = []
-    total_bytes = total = 0
-    for tp, records in fetched:
-        taken = []
-        for record in records:
-            total_bytes += _size(record)
-            if total and (total_bytes > max_bytes or total >= max_records):
-                break
-            taken.append(record)
-            total += 1
-        if taken:
-            kept.append((tp, taken))
-        if len(taken) < len(records):
-            break
-    return kept
 
 
 @dataclass
@@ -240,9 +208,7 @@ class ConsumerRuntime:
         self, partitions: Iterable[TopicPartition], earliest: bool
     ) -> dict[TopicPartition, int]:
         """Each partition's log start (``earliest``) or high watermark."""
-        wanted = sorted(set(partitions))
-        ranges = await asyncio.gather(*(fetcher.offsets(self.cluster, t, p) for t, p in wanted))
-        return {tp: r[0] if earliest else r[1] for tp, r in zip(wanted, ranges, strict=True)}
+        return await reset_positions(self.cluster, partitions, earliest)
 
     async def seek(
         self, state: InstanceState, offsets: Mapping[TopicPartition, int]
@@ -270,12 +236,12 @@ class ConsumerRuntime:
         start = {tp: o for tp, o in state.positions.items() if tp in state.assignment}
         start.update(await self.starting_positions(state, set(assignment) - set(start)))
         end = dict(start)
-        fetched = await self._fetch(state, start, end, wait_ms=0, max_bytes=max_bytes)
+        max_records = self.settings.max_records_per_request
+        reader = PartitionReader(self.cluster, max_records, state.auto_offset_reset == EARLIEST)
+        fetched = await reader.fetch(start, end, wait_ms=0, max_bytes=max_bytes)
         if not fetched and timeout_ms > 0:
-            fetched = await self._long_poll(state, start, end, timeout_ms, max_bytes)
-        shown = self._render(
-            trim(fetched, max_bytes, self.settings.max_records_per_request), render
-        )
+            fetched = await reader.long_poll(start, end, timeout_ms=timeout_ms, max_bytes=max_bytes)
+        shown = rendered(trim(fetched, max_bytes, max_records), render)
         for tp, records, _ in shown:
             end[tp] = records[-1].offset + 1
         moved: frozenset[TopicPartition] = frozenset()
@@ -287,123 +253,7 @@ class ConsumerRuntime:
 
         saved = await self.store.update(state.group, state.name, change)
         # Only the records whose position move was written: another read may have won.
-        return saved, [out for tp, _, rendered in shown if tp in moved for out in rendered]
-
-    @staticmethod
-    def _render(
-        fetched: Records, render: Render
-    ) -> list[tuple[TopicPartition, list[FetchedRecord], list[Any]]]:
-        shown = []
-        refusal: RestError | None = None
-        for tp, records in fetched:
-            rendered: list[Any] = []
-            for record in records:
-                try:
-                    rendered.extend(render(tp, [record]))
-                except RestError as exc:
-                    refusal = refusal or exc
-                    break
-            if rendered:
-                shown.append((tp, records[: len(rendered)], rendered))
-        if refusal is not None and not shown:
-            raise refusal
-        return shown
-
-    async def _fetch_one(
-        self,
-        state: InstanceState,
-        tp: TopicPartition,
-        offset: int,
-        wait_ms: int,
-        max_bytes: int,
-    ) -> FetchResult | int | PafkaError:
-        """The partition's records, or the offset it was reset to, or what went wrong."""
-        try:
-            return await fetcher.fetch(
-                self.cluster,
-                *tp,
-                offset,
-                max_records=self.settings.max_records_per_request,
-                max_bytes=max_bytes,
-                max_wait_ms=wait_ms,
-            )
-        except OffsetOutOfRangeError:
-            earliest = state.auto_offset_reset == EARLIEST
-            return (await self.reset_positions([tp], earliest))[tp]
-        except PafkaError as exc:
-            return exc
-
-    def _collect(
-        self,
-        answers: Mapping[TopicPartition, FetchResult | int | PafkaError],
-        end: dict[TopicPartition, int],
-    ) -> Records:
-        """Records per partition; resets and skipped batches move ``end``; raises when every
-        partition failed."""
-        fetched: Records = []
-        failures = []
-        for tp, answer in sorted(answers.items()):
-            if isinstance(answer, PafkaError):
-                failures.append(answer)
-            elif isinstance(answer, int):
-                end[tp] = answer
-            else:
-                if answer.records:
-                    fetched.append((tp, answer.records))
-                else:
-                    end[tp] = max(end[tp], answer.next_offset)
-        if failures and len(failures) == len(answers):
-            raise failures[0]
-        for exc in failures:
-            log.debug("consumer read skipped a partition: %s", exc)
-        return fetched
-
-    async def _fetch(
-        self,
-        state: InstanceState,
-        start: Mapping[TopicPartition, int],
-        end: dict[TopicPartition, int],
-        *,
-        wait_ms: int,
-        max_bytes: int,
-    ) -> Records:
-        slots = asyncio.Semaphore(MAX_CONCURRENT_FETCHES)
-
-        async def one(tp: TopicPartition) -> FetchResult | int | PafkaError:
-            async with slots:
-                return await self._fetch_one(state, tp, start[tp], wait_ms, max_bytes)
-
-        order = sorted(start)
-        answers = await asyncio.gather(*(one(tp) for tp in order))
-        return self._collect(dict(zip(order, answers, strict=True)), end)
-
-    async def _long_poll(
-        self,
-        state: InstanceState,
-        start: Mapping[TopicPartition, int],
-        end: dict[TopicPartition, int],
-        timeout_ms: int,
-        max_bytes: int,
-    ) -> Records:
-        """Every partition waits at its leader; the first with records ends the wait (the
-        others are abandoned: their answers are read and dropped by their connections)."""
-        polls = {
-            asyncio.create_task(self._fetch_one(state, tp, end[tp], timeout_ms, max_bytes)): tp
-            for tp in sorted(start)[:MAX_CONCURRENT_FETCHES]
-        }
-        answers: dict[TopicPartition, FetchResult | int | PafkaError] = {}
-        pending = set(polls)
-        try:
-            while pending:
-                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    answers[polls[task]] = task.result()
-                if any(isinstance(a, FetchResult) and a.records for a in answers.values()):
-                    break
-        finally:
-            for task in pending:
-                task.cancel()
-        return self._collect(answers, end)
+        return saved, [out for tp, _, outs in shown if tp in moved for out in outs]
 
     # -- offsets -------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import pytest
 from pafka.client.fetcher import FetchedRecord, TimestampType
 from pafka.errors import RestError
 from services.gateway.consumer_instances import InstanceState, check_name
-from services.gateway.consumer_runtime import trim
+from services.gateway.consumer_reads import trim
 from services.gateway.formats import EmbeddedFormat
 
 T0, T1, U0 = ("t", 0), ("t", 1), ("u", 0)

@@ -2,30 +2,30 @@
 
 Create an instance, subscribe it (it becomes a member of the group) or assign it partitions,
 seek, read records, commit, delete it. Unlike Confluent's proxy the instance is not held by the
-gateway that created it: its state is in ZooKeeper (:mod:`services.gateway.consumer_instances`)
-and what it does on the brokers is :mod:`services.gateway.consumer_runtime`, so every request
-may go to any gateway replica. An instance unused for ``consumer_instance_timeout_ms`` is
-removed (it leaves its group).
+gateway that created it: its state (:mod:`services.gateway.consumer_instances`) is in ZooKeeper
+(:mod:`services.gateway.consumer_instance_store`) and what it does on the brokers is
+:mod:`services.gateway.consumer_runtime`, so every request may go to any gateway replica. An
+instance unused for ``consumer_instance_timeout_ms`` is removed (it leaves its group).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from pafka.client.fetcher import FetchedRecord
 from pafka.client.groups import GroupClient
 from pafka.cluster.names import validate_group_id
 from pafka.errors import RestError
 from pafka.groups.consumer_protocol import TopicPartition
+from services.gateway.consumer_instance_store import InstanceStore
 from services.gateway.consumer_instances import (
     EARLIEST,
     LATEST,
     InstanceState,
-    InstanceStore,
     check_name,
     new_name,
     now_ms,
@@ -43,10 +43,22 @@ from services.gateway.formats import (
     read_format,
     render_records,
 )
+from services.gateway.models.consumers import (
+    CommittedOffset,
+    CommittedOffsets,
+    CreateConsumer,
+    CreatedConsumer,
+    Offsets,
+    PartitionOffset,
+    PartitionRef,
+    Partitions,
+    Subscription,
+)
 
 router = APIRouter(prefix="/consumers", tags=["consumers (REST Proxy v2)"])
 
 DEFAULT_TIMEOUT_MS = 1_000
+BodyModel = TypeVar("BodyModel", bound=BaseModel)
 INSTANCE = "/{group}/instances/{instance}"
 UNKNOWN: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "Unknown consumer instance (40403)"}
@@ -55,72 +67,6 @@ UNKNOWN: dict[int | str, dict[str, Any]] = {
 
 class V2Response(JSONResponse):
     media_type = V2
-
-
-# -- bodies ------------------------------------------------------------------------------------
-
-
-class CreateConsumer(BaseModel):
-    model_config = ConfigDict(
-        populate_by_name=True,
-        json_schema_extra={
-            "examples": [
-                {
-                    "name": "reader-1",
-                    "format": "json",
-                    "auto.offset.reset": "earliest",
-                    "auto.commit.enable": "false",
-                }
-            ]
-        },
-    )
-    name: str | None = Field(None, description="Generated when absent")
-    format: str = Field("binary", description="json or binary: how keys and values are shown")
-    auto_offset_reset: str = Field(LATEST, alias="auto.offset.reset")
-    auto_commit_enable: bool = Field(True, alias="auto.commit.enable")
-
-    @field_validator("auto_commit_enable", mode="before")
-    @classmethod
-    def _boolean(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        return value
-
-
-class CreatedConsumer(BaseModel):
-    instance_id: str = Field(examples=["reader-1"])
-    base_uri: str = Field(examples=["http://gateway:8082/consumers/my-group/instances/reader-1"])
-
-
-class Subscription(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"topics": ["orders"]}]})
-    topics: list[str] = []
-    topic_pattern: str | None = Field(default=None, description="Not supported: name the topics")
-
-
-class PartitionRef(BaseModel):
-    topic: str = Field(examples=["orders"])
-    partition: int = Field(ge=0, examples=[0])
-
-
-class Partitions(BaseModel):
-    partitions: list[PartitionRef]
-
-
-class PartitionOffset(PartitionRef):
-    offset: int = Field(ge=0, examples=[42])
-
-
-class Offsets(BaseModel):
-    offsets: list[PartitionOffset]
-
-
-class CommittedOffset(PartitionOffset):
-    metadata: str = ""
-
-
-class CommittedOffsets(BaseModel):
-    offsets: list[CommittedOffset]
 
 
 # -- plumbing ----------------------------------------------------------------------------------
@@ -175,15 +121,20 @@ def check_accept(accept: str | None, fmt: EmbeddedFormat) -> None:
     )
 
 
+def _parsed(raw: bytes, model: type[BodyModel]) -> BodyModel:
+    """``raw`` as ``model``, or a 422 naming the first field that does not fit."""
+    try:
+        return model.model_validate(load_json(raw))
+    except ValidationError as exc:
+        raise RestError(42200, f"invalid body: {exc.errors()[0].get('msg')}") from None
+
+
 async def _optional_body(request: Request) -> Partitions | None:
     """REST Proxy sends a body with GET .../offsets; none means "every assigned partition"."""
     raw = await request.body()
     if not raw.strip():
         return None
-    try:
-        return Partitions.model_validate(load_json(raw))
-    except ValidationError as exc:
-        raise RestError(42200, f"invalid body: {exc.errors()[0].get('msg')}") from None
+    return _parsed(raw, Partitions)
 
 
 # -- instances ---------------------------------------------------------------------------------
@@ -358,13 +309,7 @@ async def records(
 )
 async def commit(request: Request, state: Instance, rt: Runtime) -> Response:
     raw = await request.body()
-    if raw.strip():
-        try:
-            wanted = _offsets(Offsets.model_validate(load_json(raw)).offsets)
-        except ValidationError as exc:
-            raise RestError(42200, f"invalid body: {exc.errors()[0].get('msg')}") from None
-    else:
-        wanted = dict(state.positions)
+    wanted = _offsets(_parsed(raw, Offsets).offsets) if raw.strip() else dict(state.positions)
     await rt.commit(await rt.member(state, join=False), wanted)
     await rt.store.update(state.group, state.name, lambda s: s.marked_committed(wanted))
     return Response(status_code=200)
