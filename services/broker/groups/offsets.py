@@ -21,8 +21,8 @@ from pafka.errors import (
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.groups.state import GroupState
 from pafka.zk.znodes import CommittedOffsetZNode
+from services.broker.groups.admission import check_generation, check_member
 from services.broker.groups.coordinator import GroupCoordinator
-from services.broker.groups.rebalance import check_member
 from services.broker.groups.runtime import GroupRuntime, now_ms
 
 NO_GENERATION = -1
@@ -88,10 +88,7 @@ class GroupOffsets:
                 )
             return None
         member = check_member(rt, member_id, instance_id)
-        if generation != meta.generation:
-            raise IllegalGenerationError(
-                f"generation {generation} is not {rt.group_id!r}'s current {meta.generation}"
-            )
+        check_generation(rt, generation)
         if meta.state is GroupState.COMPLETING_REBALANCE:
             raise RebalanceInProgressError()
         member.last_heard_ms = now_ms()

@@ -12,18 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
-import uuid
-from dataclasses import dataclass
 
 from pafka.cluster.names import is_valid_topic_name
 from pafka.errors import (
-    FencedInstanceIdError,
-    GroupMaxSizeReachedError,
     InconsistentGroupProtocolError,
     InvalidSessionTimeoutError,
     KafkaApiError,
-    MemberIdRequiredError,
     PafkaError,
     ProtocolError,
     RebalanceInProgressError,
@@ -39,6 +33,7 @@ from pafka.groups.consumer_protocol import (
 from pafka.groups.membership import Member, grant_ownership
 from pafka.groups.state import GroupState
 from pafka.zk.znodes import PartitionOwnerZNode
+from services.broker.groups.admission import JoinRequest, admit, check_generation, check_member
 from services.broker.groups.coordinator import GroupCoordinator
 from services.broker.groups.runtime import GroupRuntime, JoinResult, now_ms
 from services.broker.groups.store import GroupWrite
@@ -46,38 +41,6 @@ from services.broker.groups.store import GroupWrite
 log = logging.getLogger(__name__)
 
 S = GroupState
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-@dataclass(frozen=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: tuple[tuple[str, bytes], ...]
-    # JoinGroup v4+: a new member first gets its id back and joins again with it.
-    require_known_member_id: bool
-
-
-def new_member_id(client_id: str) -> str:
-    """``{client_id}-{uuid}`` as Kafka makes them, kept safe to use as a znode name."""
-    return f"{_UNSAFE.sub('_', client_id)[:100] or 'member'}-{uuid.uuid4()}"
-
-
-def check_member(rt: GroupRuntime, member_id: str, instance_id: str | None) -> Member:
-    member = rt.meta.members.get(member_id)
-    if instance_id is not None:
-        static = rt.meta.member_by_instance(instance_id)
-        if static is not None and static.member_id != member_id:
-            raise FencedInstanceIdError(f"instance {instance_id!r} has joined as another member")
-    if member is None or rt.meta.state is S.DEAD:
-        raise UnknownMemberIdError(f"{member_id!r} is not a member of {rt.group_id!r}")
-    return member
 
 
 class GroupProtocol:
@@ -115,7 +78,7 @@ class GroupProtocol:
                     f"no protocol in common with the members of {req.group_id!r}"
                 )
             write = rt.write()
-            member, replaced = self._admit(rt, req, write)
+            member, replaced = admit(rt, req, write, self.config.max_size)
             unchanged = replaced is not None and replaced.protocols == req.protocols
             member.protocols = req.protocols
             member.subscription = frozenset(subscription.topics)
@@ -142,64 +105,6 @@ class GroupProtocol:
         return JoinResult(
             meta.generation, meta.protocol_type, meta.protocol, meta.leader, member.member_id
         )
-
-    def _admit(
-        self, rt: GroupRuntime, req: JoinRequest, write: GroupWrite
-    ) -> tuple[Member, Member | None]:
-        """The joining member, and the static member it replaces (if any)."""
-        meta = rt.meta
-        if req.member_id:
-            member = meta.members.get(req.member_id)
-            if member is None and meta.pending_members.pop(req.member_id, None) is not None:
-                return self._add(rt, req, req.member_id), None
-            return check_member(rt, req.member_id, req.instance_id), None
-        if req.instance_id is not None:
-            previous = meta.member_by_instance(req.instance_id)
-            if previous is not None:
-                return self._replace_static(rt, previous, req, write), previous
-        member_id = new_member_id(req.client_id)
-        if req.require_known_member_id and req.instance_id is None:
-            meta.pending_members[member_id] = now_ms() + req.session_timeout_ms
-            raise MemberIdRequiredError(member_id)
-        return self._add(rt, req, member_id), None
-
-    def _add(self, rt: GroupRuntime, req: JoinRequest, member_id: str) -> Member:
-        if len(rt.meta.members) >= self.config.max_size:
-            raise GroupMaxSizeReachedError(f"group {rt.group_id!r} has {self.config.max_size}")
-        if not rt.meta.members:
-            rt.meta.protocol_type = req.protocol_type
-        member = Member(
-            member_id=member_id,
-            client_id=req.client_id,
-            client_host=req.client_host,
-            session_timeout_ms=req.session_timeout_ms,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            instance_id=req.instance_id,
-        )
-        rt.meta.members[member_id] = member
-        return member
-
-    def _replace_static(
-        self, rt: GroupRuntime, previous: Member, req: JoinRequest, write: GroupWrite
-    ) -> Member:
-        """A static member restarted: a new member id takes the old one's place, registration,
-        ownership and assignment (it is the same consumer); the old id is fenced."""
-        meta = rt.meta
-        fenced = FencedInstanceIdError(f"instance {req.instance_id!r} was replaced")
-        rt.answer_join(previous.member_id, fenced)
-        rt.answer_sync(previous.member_id, fenced)
-        del meta.members[previous.member_id]
-        member = self._add(rt, req, new_member_id(req.client_id))
-        member.assignment = previous.assignment
-        if previous.member_id in rt.registered:
-            write.delete_member(previous.member_id)
-        rt.register(member, write)
-        for tp in sorted(meta.owned_by(previous.member_id)):
-            meta.owners[tp] = member.member_id
-            write.put_owner(tp, PartitionOwnerZNode(member.member_id, meta.generation), True)
-        if meta.leader == previous.member_id:
-            meta.leader = member.member_id
-        return member
 
     # -- the rebalance -----------------------------------------------------------------------
 
@@ -297,15 +202,9 @@ class GroupProtocol:
         instance_id: str | None,
         assignments: dict[str, bytes],
     ) -> bytes:
-        rt = await self.coordinator.group(group_id, create=False)
-        if rt is None:
-            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
+        rt = await self._existing(group_id)
         async with rt.lock:
-            member = check_member(rt, member_id, instance_id)
-            self._check_generation(rt, generation)
-            member.last_heard_ms = now_ms()
-            if rt.meta.state is S.PREPARING_REBALANCE:
-                raise RebalanceInProgressError()
+            member = self._heard(rt, generation, member_id, instance_id)
             if rt.meta.state is S.STABLE:
                 return member.assignment
             waiter = rt.park_sync(member)
@@ -355,27 +254,31 @@ class GroupProtocol:
 
     # -- Heartbeat, LeaveGroup, timeouts -----------------------------------------------------
 
-    @staticmethod
-    def _check_generation(rt: GroupRuntime, generation: int) -> None:
-        if generation != rt.meta.generation:
-            from pafka.errors import IllegalGenerationError
+    async def _existing(self, group_id: str) -> GroupRuntime:
+        rt = await self.coordinator.group(group_id, create=False)
+        if rt is None:
+            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
+        return rt
 
-            raise IllegalGenerationError(
-                f"generation {generation} is not {rt.group_id!r}'s current {rt.meta.generation}"
-            )
+    @staticmethod
+    def _heard(
+        rt: GroupRuntime, generation: int, member_id: str, instance_id: str | None
+    ) -> Member:
+        """A member of the current generation spoke (SyncGroup, Heartbeat): it is alive, and
+        is told when the group is rebalancing."""
+        member = check_member(rt, member_id, instance_id)
+        check_generation(rt, generation)
+        member.last_heard_ms = now_ms()
+        if rt.meta.state is S.PREPARING_REBALANCE:
+            raise RebalanceInProgressError()
+        return member
 
     async def heartbeat(
         self, group_id: str, generation: int, member_id: str, instance_id: str | None
     ) -> None:
-        rt = await self.coordinator.group(group_id, create=False)
-        if rt is None:
-            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
+        rt = await self._existing(group_id)
         async with rt.lock:
-            member = check_member(rt, member_id, instance_id)
-            self._check_generation(rt, generation)
-            member.last_heard_ms = now_ms()
-            if rt.meta.state is S.PREPARING_REBALANCE:
-                raise RebalanceInProgressError()
+            self._heard(rt, generation, member_id, instance_id)
 
     async def leave(
         self, group_id: str, members: list[tuple[str, str | None]]

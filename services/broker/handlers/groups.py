@@ -17,7 +17,7 @@ from pafka.errors import (
 )
 from pafka.groups.state import GroupState
 from pafka.protocol.messages import response_class
-from services.broker.groups.rebalance import JoinRequest
+from services.broker.groups.admission import JoinRequest
 from services.broker.groups.runtime import GroupRuntime
 from services.broker.handlers.context import RequestContext
 
