@@ -57,7 +57,10 @@ class GroupCoordinator:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
         self._live_brokers_seen: frozenset[int] = frozenset()
-        # Set by rebalance.py: called when a group needs a rebalance (it owns that protocol).
+        # Brokers in the last UpdateMetadata, to tell a broker change from other updates.
+        self._metadata_brokers: frozenset[int] = frozenset()
+        # Installed by GroupProtocol (rebalance.py), which owns the protocol: the coordinator
+        # only decides when a group must rebalance and when sessions are checked.
         self.prepare_rebalance: Callable[[GroupRuntime, str], None] = lambda rt, why: None
         self.sweep_group: Callable[[GroupRuntime], Awaitable[None]] | None = None
 
@@ -284,8 +287,6 @@ class GroupCoordinator:
                 and self.leaders(counts) != rt.leaders
             ):
                 self.prepare_rebalance(rt, "a broker change moved partition leadership")
-
-    _metadata_brokers: frozenset[int] = frozenset()
 
     def partition_counts(self, topics: set[str]) -> dict[str, int]:
         return {
