@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pafka.client.cluster import ClusterClient
 from pafka.errors import (
@@ -42,8 +43,9 @@ RETRIABLE_UNAPPENDED = (NotLeaderOrFollowerError, LeaderNotAvailableError, Broke
 MAX_BACKOFF_S = 1.0
 
 
-@dataclass(frozen=True)
-class OutgoingRecord:
+class OutgoingRecord(NamedTuple):
+    """One record to send (a tuple: the gateway builds one per record of every request)."""
+
     value: bytes | None
     key: bytes | None = None
     headers: tuple[tuple[str, bytes | None], ...] = ()
@@ -120,11 +122,18 @@ class Producer:
 
     async def _send_all(self, parked: list[_Parked]) -> None:
         by_broker: dict[tuple[int, int], list[_Parked]] = {}
+        leaders: dict[tuple[str, int], int | PafkaError] = {}  # looked up once per flush
         for item in parked:
-            try:
-                leader = await self.cluster.leader(item.topic, item.partition)
-            except PafkaError as exc:
-                self._settle(item, exc)
+            where = (item.topic, item.partition)
+            leader = leaders.get(where)
+            if leader is None:
+                try:
+                    leader = await self.cluster.leader(item.topic, item.partition)
+                except PafkaError as exc:
+                    leader = exc
+                leaders[where] = leader
+            if isinstance(leader, PafkaError):
+                self._settle(item, leader)
                 continue
             by_broker.setdefault((leader, item.acks), []).append(item)
         await asyncio.gather(

@@ -67,6 +67,25 @@ def write_varint(value: int, out: bytearray) -> None:
     out.append(zigzag)
 
 
+def _encoded_varint(value: int) -> bytes:
+    out = bytearray()
+    write_varint(value, out)
+    return bytes(out)
+
+
+# The varints of -SMALL_VARINTS .. SMALL_VARINTS - 1 (one or two bytes), looked up rather than
+# computed: lengths, offset and timestamp deltas of small records are almost always in range.
+SMALL_VARINTS = 1 << 13
+_SMALL_VARINTS = [_encoded_varint(v) for v in range(-SMALL_VARINTS, SMALL_VARINTS)]
+
+
+def varint(value: int) -> bytes:
+    """The zig-zag varint of ``value``."""
+    if -SMALL_VARINTS <= value < SMALL_VARINTS:
+        return _SMALL_VARINTS[value + SMALL_VARINTS]
+    return _encoded_varint(value)
+
+
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
     """(value, next position) of the zig-zag varint at ``pos``."""
     result = 0
@@ -82,14 +101,6 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _write_bytes(value: bytes | None, out: bytearray) -> None:
-    if value is None:
-        write_varint(-1, out)
-    else:
-        write_varint(len(value), out)
-        out += value
-
-
 def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     length, pos = read_varint(buf, pos)
     if length < 0:
@@ -102,25 +113,48 @@ def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
 # -- building ----------------------------------------------------------------------------------
 
 
-def encode_record(
+_NULL = varint(-1)
+_ATTRIBUTES = b"\x00"  # a record's attributes, unused
+_NO_HEADERS = varint(0)
+
+
+def _append_record(
+    out: bytearray,
     offset_delta: int,
     timestamp_delta: int,
     key: bytes | None,
     value: bytes | None,
     headers: Sequence[Header],
-) -> bytes:
-    body = bytearray(b"\x00")  # attributes
-    write_varint(timestamp_delta, body)
-    write_varint(offset_delta, body)
-    _write_bytes(key, body)
-    _write_bytes(value, body)
-    write_varint(len(headers), body)
-    for name, header_value in headers:
-        _write_bytes(name.encode(), body)
-        _write_bytes(header_value, body)
-    out = bytearray()
-    write_varint(len(body), out)
-    return bytes(out + body)
+) -> None:
+    """One record onto ``out``; its length prefix is summed from the pieces, not re-read."""
+    timestamp_field, offset_field = varint(timestamp_delta), varint(offset_delta)
+    key_length = _NULL if key is None else varint(len(key))
+    value_length = _NULL if value is None else varint(len(value))
+    key, value = key or b"", value or b""
+    encoded_headers: bytes | bytearray = _NO_HEADERS
+    if headers:
+        encoded_headers = bytearray(varint(len(headers)))
+        for name, header_value in headers:
+            encoded = name.encode()
+            encoded_headers += varint(len(encoded))
+            encoded_headers += encoded
+            if header_value is None:
+                encoded_headers += _NULL
+            else:
+                encoded_headers += varint(len(header_value))
+                encoded_headers += header_value
+    out += varint(
+        len(_ATTRIBUTES) + len(timestamp_field) + len(offset_field) + len(key_length) + len(key)
+        + len(value_length) + len(value) + len(encoded_headers)
+    )  # fmt: skip
+    out += _ATTRIBUTES
+    out += timestamp_field
+    out += offset_field
+    out += key_length
+    out += key
+    out += value_length
+    out += value
+    out += encoded_headers
 
 
 def build_batch(
@@ -145,16 +179,14 @@ def build_batch(
         raise ValueError("one timestamp per record")
     compression = Codec(compression)
     first_ms, max_ms = stamps[0], max(stamps)
-    body = b"".join(
-        encode_record(i, stamp - first_ms, key, value, headers)
-        for i, ((key, value, headers), stamp) in enumerate(zip(records, stamps, strict=True))
-    )
-    attributes = compression.id | (TRANSACTIONAL_BIT if is_transactional else 0)
-    if compression is Codec.GZIP:
-        body = gzip.compress(body)
-    elif compression is not Codec.NONE:
+    if compression not in (Codec.NONE, Codec.GZIP):
         raise UnsupportedCompressionTypeError(f"build_batch does not compress with {compression}")
-    out = bytearray(HEADER_SIZE) + body
+    out = bytearray(HEADER_SIZE)  # the header is packed in once the records are there
+    for i, ((key, value, headers), stamp) in enumerate(zip(records, stamps, strict=True)):
+        _append_record(out, i, stamp - first_ms, key, value, headers)
+    if compression is Codec.GZIP:
+        out[HEADER_SIZE:] = gzip.compress(out[HEADER_SIZE:])
+    attributes = compression.id | (TRANSACTIONAL_BIT if is_transactional else 0)
     HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
         attributes, len(records) - 1, first_ms, max_ms, producer_id, producer_epoch,

@@ -10,11 +10,10 @@ put them out of order.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastapi import Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from pafka.client.partitioner import partition_for_key, spread
 from pafka.client.producer import OutgoingRecord
@@ -49,6 +48,11 @@ def choose_partitions(
     body: ProduceBody, fixed: int | None, partitions: int, keyless_start: int
 ) -> list[int]:
     """The partition of each record: named, else the path's, else by key, else round-robin."""
+    if not any(p is not None for p in body.partitions):  # the common request: nothing named
+        if fixed is not None:
+            return [fixed] * len(body.records)
+        if all(r.key is None for r in body.records):
+            return spread(keyless_start, len(body.records), partitions)
     unkeyed = sum(
         1
         for r, named in zip(body.records, body.partitions, strict=True)
@@ -80,7 +84,8 @@ def batches(indices: list[int], records: list[OutgoingRecord]) -> list[list[int]
     for i in indices:
         r = records[i]
         weight = RECORD_OVERHEAD_BYTES + len(r.key or b"") + len(r.value or b"")
-        weight += sum(len(n) + len(v or b"") for n, v in r.headers)
+        if r.headers:
+            weight += sum(len(n) + len(v or b"") for n, v in r.headers)
         if not runs or size + weight > BATCH_TARGET_BYTES:
             runs.append([])
             size = 0
@@ -89,8 +94,9 @@ def batches(indices: list[int], records: list[OutgoingRecord]) -> list[list[int]
     return runs
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
+    """One record's outcome (a tuple: one is made per record of every request)."""
+
     partition: int
     offset: int | None = None
     error: PafkaError | None = None
@@ -117,17 +123,30 @@ def previous_results(response: dict[str, Any] | None, count: int) -> list[Result
     return found
 
 
-def answer(results: list[Result]) -> JSONResponse:
+def _written(results: list[Result]) -> bytes:
+    """The 200 body, byte for byte as ``JSONResponse`` writes it, without a dict per record:
+    every value is an integer or null."""
+    offsets = ",".join(
+        [
+            f'{{"partition":{r.partition},"offset":{"null" if r.offset is None else r.offset},'
+            '"error_code":null,"error":null}'
+            for r in results
+        ]
+    )
+    return f'{{"key_schema_id":null,"value_schema_id":null,"offsets":[{offsets}]}}'.encode()
+
+
+def answer(results: list[Result]) -> Response:
     """200 when every record was acknowledged; otherwise the first non-retriable error's
     status (or 503), still listing every record's outcome."""
+    failures = [r for r in results if r.error is not None]
+    if not failures:
+        return Response(_written(results), media_type=V2)
     body: dict[str, Any] = {
         "key_schema_id": None,
         "value_schema_id": None,
         "offsets": [r.render() for r in results],
     }
-    failures = [r for r in results if r.error is not None]
-    if not failures:
-        return JSONResponse(body, media_type=V2)
     worst = next((r for r in failures if not r.retriable), failures[0])
     assert worst.error is not None
     status, code = errors.rest_code(worst.error)
@@ -169,9 +188,10 @@ async def _send_partition(
     timeout_s = ctx.settings.request_timeout_ms / 1000 + 5
     for n, run in enumerate(runs):
         try:
-            appended = await asyncio.wait_for(
-                ctx.producer.send(topic, partition, [records[i] for i in run], acks), timeout_s
-            )
+            async with asyncio.timeout(timeout_s):
+                appended = await ctx.producer.send(
+                    topic, partition, [records[i] for i in run], acks
+                )
         except (PafkaError, TimeoutError) as exc:
             error = (
                 exc
@@ -192,8 +212,8 @@ async def _send_partition(
                 for i in later:
                     results[i] = Result(partition, error=held, retriable=True)
             return
-        for j, i in enumerate(run):
-            results[i] = Result(partition, appended.base_offset + j)
+        for offset, i in enumerate(run, appended.base_offset):
+            results[i] = Result(partition, offset)
 
 
 async def write(
@@ -210,10 +230,12 @@ async def write(
     for i, partition in enumerate(targets):
         if results[i] is None:
             by_partition.setdefault(partition, []).append(i)
-    await asyncio.gather(
-        *(
-            _send_partition(ctx, topic, p, batches(indices, records), records, acks, results)
-            for p, indices in by_partition.items()
-        )
-    )
+    sends = [
+        _send_partition(ctx, topic, p, batches(indices, records), records, acks, results)
+        for p, indices in by_partition.items()
+    ]
+    if len(sends) == 1:  # most requests: no task to spawn
+        await sends[0]
+    else:
+        await asyncio.gather(*sends)
     return [r if r is not None else Result(targets[i]) for i, r in enumerate(results)]
