@@ -183,26 +183,61 @@ async def fetch(
     max_wait_ms: int,
 ) -> FetchResult:
     """Up to ``max_records`` records of ``topic``-``partition`` from ``offset`` (waiting up to
-    ``max_wait_ms`` for the first one). An offset outside the log raises
-    :class:`OffsetOutOfRangeError` naming the partition's range."""
+    ``max_wait_ms`` for the first one), from at most about ``max_bytes`` of batches. An offset
+    outside the log raises :class:`OffsetOutOfRangeError` naming the partition's range.
+
+    Fetches ask for what ``max_records`` records need (guessed, then measured on the records
+    read so far), not for ``max_bytes`` at once: a broker serves (and this process copies)
+    every byte asked for, and a read of a few records should not cost megabytes."""
     if offset < 0 or max_records < 1 or max_bytes < 1 or max_wait_ms < 0:
         raise ValueError("offset and max_wait_ms must be >= 0, max_records and max_bytes >= 1")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
     position = offset
+    records: list[FetchedRecord] = []
+    used = 0  # bytes of batches fetched since the first readable record
+    high_watermark = log_start = 0
     while True:
-        wait_ms = max(int((deadline - loop.time()) * 1000), 0)
+        ask = min(max_bytes - used, _bytes_for(max_records - len(records), used, len(records)))
+        # Once there are records, only records already there are read: no waiting.
+        wait_ms = 0 if records else max(int((deadline - loop.time()) * 1000), 0)
         try:
-            result = await _fetch_once(cluster, topic, partition, position, max_bytes, wait_ms)
+            data, high_watermark, log_start = await _fetch_once(
+                cluster, topic, partition, position, ask, wait_ms
+            )
         except OffsetOutOfRangeError:
+            if records:  # the log was cut under this read: answer with what it has
+                return FetchResult(records, high_watermark, log_start, position)
             raise await _out_of_range(cluster, topic, partition, position) from None
-        records, next_offset = select_records(
-            result[0], position, max_records=max_records, high_watermark=result[1]
+        if records and len(data) > ask:  # one batch above what is left: for the next read
+            return FetchResult(records, high_watermark, log_start, position)
+        found, next_offset = select_records(
+            data, position, max_records=max_records - len(records), high_watermark=high_watermark
         )
+        if records or found:
+            used += len(data)
+        records += found
+        if records:
+            done = len(records) >= max_records or used >= max_bytes
+            if done or next_offset <= position or next_offset >= high_watermark:
+                return FetchResult(records, high_watermark, log_start, next_offset)
         # Batches holding nothing readable from here were skipped: read on if time is left.
-        if records or next_offset <= position or loop.time() >= deadline:
-            return FetchResult(records, result[1], result[2], max(next_offset, offset))
+        elif next_offset <= position or loop.time() >= deadline:
+            return FetchResult(records, high_watermark, log_start, max(next_offset, offset))
         position = next_offset
+
+
+# The first Fetch of a read asks for this many bytes per wanted record (a record of about a
+# hundred bytes in a batch of its own takes about 160), and never less than FETCH_FLOOR_BYTES.
+GUESS_RECORD_BYTES = 256
+FETCH_FLOOR_BYTES = 64 * 1024
+
+
+def _bytes_for(wanted: int, fetched_bytes: int, fetched_records: int) -> int:
+    """How many bytes of batches ``wanted`` more records likely take, from what the records
+    fetched so far took (a tenth more, as batches are read whole)."""
+    per_record = fetched_bytes // fetched_records if fetched_records else GUESS_RECORD_BYTES
+    return max(FETCH_FLOOR_BYTES, wanted * per_record * 11 // 10)
 
 
 async def _fetch_once(
