@@ -18,7 +18,7 @@ import asyncio
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pafka.client.cluster import ClusterClient, PartitionLeader
 from pafka.errors import (
@@ -64,8 +64,9 @@ class TimestampType(enum.StrEnum):
     LOG_APPEND_TIME = "LOG_APPEND_TIME"
 
 
-@dataclass(frozen=True)
-class FetchedRecord:
+class FetchedRecord(NamedTuple):
+    """One record read (a tuple: a read makes one per record)."""
+
     offset: int
     timestamp_ms: int
     timestamp_type: TimestampType
@@ -120,7 +121,7 @@ def select_records(
                         kind,
                         record.key,
                         record.value,
-                        tuple(record.headers),
+                        tuple(record.headers) if record.headers else (),
                     )
                 )
                 position = record.offset + 1

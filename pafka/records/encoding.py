@@ -39,6 +39,7 @@ from pafka.records.batch import (
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
     TRANSACTIONAL_BIT,
+    BatchHeader,
     Buffer,
     Codec,
     read_header,
@@ -101,8 +102,15 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+# The value of each one-byte varint (0..127): most lengths, deltas and counts are one byte.
+_ONE_BYTE = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
+
+
 def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
-    length, pos = read_varint(buf, pos)
+    if (byte := buf[pos] if pos < len(buf) else 0x80) < 0x80:
+        length, pos = _ONE_BYTE[byte], pos + 1
+    else:
+        length, pos = read_varint(buf, pos)
     if length < 0:
         return None, pos
     if pos + length > len(buf):
@@ -228,28 +236,42 @@ def decode_records(batch: Buffer) -> Iterator[Record]:
             body = _decompressor(header.codec)(bytes(body))
         except (OSError, EOFError, ValueError, RuntimeError) as exc:
             raise CorruptMessageError(f"cannot decompress {header.codec} batch: {exc}") from exc
+    try:
+        yield from _records(header, body)
+    except IndexError:  # a field's first byte past the end of the records
+        raise CorruptMessageError("truncated or overlong varint in a record") from None
+
+
+def _records(header: BatchHeader, body: Buffer) -> Iterator[Record]:
     pos = 0
+    base_offset, base_timestamp = header.base_offset, header.base_timestamp
+    append_time = header.max_timestamp if header.log_append_time else None
     for _ in range(header.records_count):
         length, pos = read_varint(body, pos)
         end = pos + length
         if length < 0 or end > len(body):
             raise CorruptMessageError("record runs past the end of the batch")
         pos += 1  # attributes
-        timestamp_delta, pos = read_varint(body, pos)
-        offset_delta, pos = read_varint(body, pos)
+        if (byte := body[pos]) < 0x80:
+            timestamp_delta, pos = _ONE_BYTE[byte], pos + 1
+        else:
+            timestamp_delta, pos = read_varint(body, pos)
+        if (byte := body[pos]) < 0x80:
+            offset_delta, pos = _ONE_BYTE[byte], pos + 1
+        else:
+            offset_delta, pos = read_varint(body, pos)
         key, pos = _read_bytes(body, pos)
         value, pos = _read_bytes(body, pos)
-        count, pos = read_varint(body, pos)
         headers: list[Header] = []
-        for _ in range(count):
-            name, pos = _read_bytes(body, pos)
-            header_value, pos = _read_bytes(body, pos)
-            headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+        if body[pos] == 0:  # no headers, the usual case
+            pos += 1
+        else:
+            count, pos = read_varint(body, pos)
+            for _ in range(count):
+                name, pos = _read_bytes(body, pos)
+                header_value, pos = _read_bytes(body, pos)
+                headers.append(((name or b"").decode("utf-8", "replace"), header_value))
         if pos != end:
             raise CorruptMessageError("record length disagrees with its fields")
-        timestamp = (
-            header.max_timestamp
-            if header.log_append_time
-            else (header.base_timestamp + timestamp_delta)
-        )
-        yield Record(header.base_offset + offset_delta, timestamp, key, value, headers)
+        timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
+        yield Record(base_offset + offset_delta, timestamp, key, value, headers)

@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, Field
 
-from pafka.client.fetcher import FetchedRecord
+from pafka.client.fetcher import FetchedRecord, FetchResult
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
 
@@ -272,13 +273,28 @@ def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> Prod
 # -- records out -------------------------------------------------------------------------------
 
 
-def _render(data: bytes | None, fmt: EmbeddedFormat, offset: int, what: str) -> Any:
-    if data is None:
-        return None
+class _StoredJson:
+    """Stored keys and values parsed as JSON (as ``json.loads`` does), noting whether any held
+    a float or a NaN/Infinity: orjson writes some floats differently (``1e-05`` as
+    ``0.00001``) and NaN as null where json refuses it, so such answers go through json."""
+
+    def __init__(self) -> None:
+        self.inexact = False
+        self._decoder = json.JSONDecoder(parse_float=self._float, parse_constant=self._float)
+
+    def _float(self, text: str) -> float:
+        self.inexact = True
+        return float(text)  # also "NaN", "Infinity" and "-Infinity", as json reads them
+
+    def loads(self, data: bytes) -> Any:
+        return self._decoder.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
+
+
+def _render(data: bytes, fmt: EmbeddedFormat, stored: _StoredJson, offset: int, what: str) -> Any:
     if fmt is EmbeddedFormat.BINARY:
         return base64.b64encode(data).decode()
     try:
-        return json.loads(data)
+        return stored.loads(data)
     except (ValueError, RecursionError):
         raise RestError(
             NOT_ACCEPTABLE,
@@ -287,10 +303,13 @@ def _render(data: bytes | None, fmt: EmbeddedFormat, offset: int, what: str) -> 
         ) from None
 
 
-def render_records(
-    topic: str, partition: int, records: Sequence[FetchedRecord], fmt: EmbeddedFormat
+def _render_all(
+    topic: str,
+    partition: int,
+    records: Sequence[FetchedRecord],
+    fmt: EmbeddedFormat,
+    stored: _StoredJson,
 ) -> list[dict[str, Any]]:
-    """Records as REST Proxy v2 shows them, plus timestamps and headers (base64 values)."""
     return [
         {
             "topic": topic,
@@ -298,12 +317,44 @@ def render_records(
             "offset": r.offset,
             "timestamp": r.timestamp_ms,
             "timestamp_type": str(r.timestamp_type),
-            "key": _render(r.key, fmt, r.offset, "key"),
-            "value": _render(r.value, fmt, r.offset, "value"),
+            "key": None if r.key is None else _render(r.key, fmt, stored, r.offset, "key"),
+            "value": None if r.value is None else _render(r.value, fmt, stored, r.offset, "value"),
             "headers": [
                 {"name": name, "value": None if v is None else base64.b64encode(v).decode()}
                 for name, v in r.headers
-            ],
+            ]
+            if r.headers
+            else [],
         }
         for r in records
     ]
+
+
+def render_records(
+    topic: str, partition: int, records: Sequence[FetchedRecord], fmt: EmbeddedFormat
+) -> list[dict[str, Any]]:
+    """Records as REST Proxy v2 shows them, plus timestamps and headers (base64 values)."""
+    return _render_all(topic, partition, records, fmt, _StoredJson())
+
+
+def read_answer(topic: str, partition: int, result: FetchResult, fmt: EmbeddedFormat) -> bytes:
+    """The body of a range read: its records (as :func:`render_records`) and where to read on,
+    byte for byte as ``JSONResponse`` writes it (json, compact, UTF-8), by orjson, several times
+    faster, whenever that gives the same bytes."""
+    stored = _StoredJson()
+    body = {
+        "topic": topic,
+        "partition": partition,
+        "records": _render_all(topic, partition, result.records, fmt, stored),
+        "next_offset": result.next_offset,
+        "high_watermark": result.high_watermark,
+        "log_start_offset": result.log_start_offset,
+    }
+    if not stored.inexact:
+        try:
+            return orjson.dumps(body)
+        except TypeError:  # an integer beyond 64 bits, a lone surrogate: json decides
+            pass
+    return json.dumps(
+        body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    ).encode("utf-8")

@@ -27,8 +27,8 @@ from services.gateway.formats import (
     ErrorBody,
     parse_produce,
     produce_format,
+    read_answer,
     read_format,
-    render_records,
 )
 from services.gateway.produce import (
     Result,
@@ -271,12 +271,12 @@ async def read_records(
     topic: str,
     partition: int,
     request: Request,
-    ctx: Ctx,
     offset: int = Query(ge=0, le=MAX_OFFSET, description="First offset to read"),
     max_records: int = Query(DEFAULT_MAX_RECORDS, ge=1, description="At most this many"),
     max_bytes: int | None = Query(None, ge=1, description="About this many bytes of batches"),
     timeout_ms: int = Query(0, ge=0, description="Wait this long for a first record"),
-) -> JSONResponse:
+) -> Response:
+    ctx = context(request)  # not a dependency: see produce_to_topic
     fmt = read_format(request.headers.get("accept"))
     await partition_state(ctx, topic, partition)
     settings = ctx.settings
@@ -289,15 +289,7 @@ async def read_records(
         max_bytes=min(max_bytes or settings.max_fetch_bytes, settings.max_fetch_bytes),
         max_wait_ms=min(timeout_ms, settings.max_poll_ms),
     )
-    body = {
-        "topic": topic,
-        "partition": partition,
-        "records": render_records(topic, partition, result.records, fmt),
-        "next_offset": result.next_offset,
-        "high_watermark": result.high_watermark,
-        "log_start_offset": result.log_start_offset,
-    }
-    return JSONResponse(body, media_type=fmt.media_type)
+    return Response(read_answer(topic, partition, result, fmt), media_type=fmt.media_type)
 
 
 @router.get(
