@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import errors
+from services.gateway import auth, errors
 from services.gateway.context import GatewayContext, open_context
+from services.gateway.formats import ErrorBody
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.routers import ROUTERS
 from services.gateway.settings import GatewaySettings
@@ -42,7 +43,20 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
             if ctx is None:
                 await opened.close()
 
-    app = FastAPI(title="pafka gateway", description=DESCRIPTION, lifespan=lifespan)
+    # Bearer tokens, when configured, guard every route but health, metrics and the docs.
+    tokens = auth.load_tokens(settings)
+    app = FastAPI(
+        title="pafka gateway",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        dependencies=[] if tokens is None else [Depends(auth.require_token(tokens))],
+        responses={}
+        if tokens is None
+        else {
+            401: {"model": ErrorBody, "description": "No or an unknown bearer token (40101)"},
+            403: {"model": ErrorBody, "description": "The token may not use a topic (40301)"},
+        },
+    )
     if ctx is not None:
         # The service runs uvicorn without lifespan events (it owns start-up and shutdown).
         app.state.ctx = ctx

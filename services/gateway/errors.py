@@ -1,19 +1,23 @@
 """Errors to HTTP, once: every failure becomes a status and ``{"error_code", "message"}``.
 
 The codes are Confluent REST Proxy's, which users' scripts already match on: the first three
-digits are the HTTP status (40401 unknown topic, 40402 unknown partition, 40403 unknown consumer
-instance, 40601 format mismatch, 40901/40902 conflicts, 42201/42202 invalid key/value, 50002 a
-Kafka error, 50003 a retriable one). A retriable failure is 503 with ``Retry-After``.
+digits are the HTTP status (40101 no or an unknown bearer token, 40301 a token without rights to
+a topic, 40401 unknown topic, 40402 unknown partition, 40403 unknown consumer instance, 40601
+format mismatch, 40901/40902 conflicts, 42201/42202 invalid key/value, 50000 a bug, 50002 a
+Kafka error, 50003 a retriable one). A retriable failure is 503 with ``Retry-After``; a 401 carries
+``WWW-Authenticate: Bearer``.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pafka.errors import (
     BrokerConnectionError,
@@ -24,6 +28,10 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
+log = logging.getLogger("pafka.gateway")
+
+UNAUTHORIZED = 40101
+FORBIDDEN = 40301
 UNKNOWN_TOPIC = 40401
 UNKNOWN_PARTITION = 40402
 UNKNOWN_CONSUMER_INSTANCE = 40403
@@ -33,6 +41,7 @@ ILLEGAL_STATE = 40902
 INVALID_KEY = 42201
 INVALID_VALUE = 42202
 INVALID_CONSUMER_CONFIG = 42204
+INTERNAL_ERROR = 50000
 ZOOKEEPER_ERROR = 50001
 KAFKA_ERROR = 50002
 KAFKA_RETRIABLE_ERROR = 50003
@@ -59,7 +68,11 @@ def rest_code(exc: PafkaError) -> tuple[int, int]:
 
 
 def error_response(status: int, code: int, message: str) -> JSONResponse:
-    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 503 else None
+    headers = None
+    if status == 503:
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+    elif status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
     return JSONResponse({"error_code": code, "message": message}, status, headers=headers)
 
 
@@ -76,6 +89,39 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def http(_: Request, exc: HTTPException) -> JSONResponse:
         return error_response(exc.status_code, exc.status_code * 100, str(exc.detail))
+
+    app.add_middleware(AnswerBugs)
+
+
+class AnswerBugs:
+    """An exception no handler took (a bug) is logged and answered with a 500 error body.
+
+    Handled here rather than by Starlette's outermost handler, which re-raises to the server:
+    uvicorn then closes the connection, and a client's next request on it fails.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception:
+            log.exception("bug answering %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            message = "internal error (the gateway's log has the details)"
+            await error_response(500, INTERNAL_ERROR, message)(scope, receive, send)
 
 
 def _describe(errors: Any) -> str:

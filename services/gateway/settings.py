@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pafka.envconfig import Env
@@ -28,8 +28,10 @@ class GatewaySettings:
     max_poll_ms: int = 30_000
     max_fetch_bytes: int = 8 * 1024 * 1024
     consumer_instance_timeout_ms: int = 300_000
-    # A file of "token topic-pattern[,topic-pattern...]" lines; none: no authentication.
+    # Bearer tokens (services/gateway/auth.py): a file of "TOKEN topic-glob[,topic-glob...]"
+    # lines, and/or the same lines separated by ";"; neither: no authentication.
     tokens_file: Path | None = None
+    tokens: str | None = field(default=None, repr=False)
     log_level: str = "INFO"
 
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
@@ -66,6 +68,7 @@ class GatewaySettings:
                 "CONSUMER_INSTANCE_TIMEOUT_MS", cls.consumer_instance_timeout_ms, minimum=1000
             ),
             tokens_file=Path(raw) if (raw := env.raw("TOKENS_FILE")) else None,
+            tokens=env.raw("TOKENS"),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )
         settings.bootstrap_addresses()
