@@ -1,0 +1,479 @@
+"""REST gateway throughput against the Kafka protocol, side by side in one run.
+
+    python -m bench.gateway [--seconds 15] [--requests 40000] [--batches 3000] [--brokers 1 3]
+
+For each cluster shape (1 broker with RF 1, then 3 brokers with RF 3 and min ISR 2) it starts a
+fresh local cluster with one gateway process and measures, with 100-byte records:
+
+* librdkafka producing to the broker directly (the baseline for both produce phases);
+* REST produce, 1 record per request, ``--concurrency`` requests in flight (the gateway's
+  producer coalesces them into shared Produce requests), then 100 records per request;
+* REST range reads (``GET .../records``, ``--read-size`` records each, JSON and binary) of
+  every record the REST phases wrote, against reading the same records through the Kafka
+  protocol: a librdkafka consumer and a raw Fetch client that only walks batch headers.
+
+Produce uses the default ``acks=all`` on both sides. The HTTP load comes from ``--clients``
+processes, each a minimal HTTP/1.1 keep-alive client on asyncio (one connection per request in
+flight): cheaper than a general HTTP library, so the gateway is what is measured. Each phase
+stops after its count or ``--seconds``, whichever comes first. Gateway, broker and client CPU
+are printed per phase (in % of one core): on a 2-core machine they share the cores, so a
+gateway near 100% is the limit, and a client near 100% would be. "records/s per gateway core"
+divides by the gateway's CPU share: what one core would serve, whatever else ran meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import os
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RECORD_BYTES = 100
+WARMUP_REQUESTS = 300
+JSON_MEDIA = "application/vnd.kafka.json.v2+json"
+BINARY_MEDIA = "application/vnd.kafka.binary.v2+json"
+# A JSON string value of 98 characters is stored as 100 bytes (with its quotes).
+VALUE = '"' + "x" * (RECORD_BYTES - 2) + '"'
+
+
+# -- the HTTP load generator (runs in worker processes) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Job:
+    """One client process's share of a phase."""
+
+    host: str
+    port: int
+    start_at: float  # time.time() at which every client process begins
+    seconds: float
+    connections: int
+    # produce: each connection sends ``body`` to ``path`` until ``requests`` are sent in all
+    path: str = ""
+    body: bytes = b""
+    requests: int = 0
+    # read: each connection reads one range of offsets [start, end) in ``read_size`` steps
+    ranges: tuple[tuple[int, int], ...] = ()
+    read_size: int = 1000
+    accept: str = JSON_MEDIA
+
+
+@dataclass
+class Outcome:
+    requests: int = 0
+    records: int = 0
+    errors: int = 0
+    first_error: str = ""
+    latencies_s: list[float] = field(default_factory=list)
+    cpu_s: float = 0.0
+    ended: float = 0.0
+
+
+class HttpClient:
+    """One keep-alive HTTP/1.1 connection, one request at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> HttpClient:
+        return cls(*await asyncio.open_connection(host, port))
+
+    async def request(self, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+        self.writer.write(head + body)
+        header = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(header[9:12])
+        lower = header.lower()
+        at = lower.find(b"\r\ncontent-length:")
+        if at < 0:
+            raise RuntimeError(f"no content-length in {header[:200]!r}")
+        length = int(lower[at + 17 : lower.index(b"\r\n", at + 2)])
+        return status, await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _post_head(job: Job) -> bytes:
+    return (
+        f"POST {job.path} HTTP/1.1\r\nHost: {job.host}\r\nContent-Type: {JSON_MEDIA}\r\n"
+        f"Content-Length: {len(job.body)}\r\n\r\n"
+    ).encode()
+
+
+def _read_head(job: Job, offset: int, count: int) -> bytes:
+    return (
+        f"GET {job.path}?offset={offset}&max_records={count} HTTP/1.1\r\n"
+        f"Host: {job.host}\r\nAccept: {job.accept}\r\n\r\n"
+    ).encode()
+
+
+def _next_offset(body: bytes) -> int:
+    at = body.rfind(b'"next_offset":')
+    end = body.index(b",", at)
+    return int(body[at + 14 : end])
+
+
+async def _run_job(job: Job) -> Outcome:
+    out = Outcome()
+    clients = [await HttpClient.open(job.host, job.port) for _ in range(job.connections)]
+    await asyncio.sleep(max(0.0, job.start_at - time.time()))
+    deadline = time.perf_counter() + job.seconds
+    cpu_started = time.process_time()
+    remaining = [job.requests]
+
+    def failed(status: int, body: bytes) -> None:
+        out.errors += 1
+        out.first_error = out.first_error or f"{status} {body[:300]!r}"
+
+    async def produce(client: HttpClient, records_per_request: int) -> None:
+        head = _post_head(job)
+        while remaining[0] > 0 and time.perf_counter() < deadline:
+            remaining[0] -= 1
+            sent = time.perf_counter()
+            status, body = await client.request(head, job.body)
+            out.latencies_s.append(time.perf_counter() - sent)
+            out.requests += 1
+            if status == 200:
+                out.records += records_per_request
+            else:
+                failed(status, body)
+
+    async def read(client: HttpClient, start: int, end: int) -> None:
+        offset = start
+        while offset < end and time.perf_counter() < deadline:
+            sent = time.perf_counter()
+            status, body = await client.request(
+                _read_head(job, offset, min(job.read_size, end - offset))
+            )
+            out.latencies_s.append(time.perf_counter() - sent)
+            out.requests += 1
+            if status != 200:
+                failed(status, body)
+                return
+            following = _next_offset(body)
+            out.records += following - offset
+            offset = following
+
+    if job.ranges:
+        tasks = [read(c, *r) for c, r in zip(clients, job.ranges, strict=True)]
+    else:
+        per_request = job.body.count(b'"value"')
+        tasks = [produce(c, per_request) for c in clients]
+    await asyncio.gather(*tasks)
+    out.ended = time.time()
+    out.cpu_s = time.process_time() - cpu_started
+    for client in clients:
+        client.close()
+    return out
+
+
+def run_job(job: Job) -> Outcome:
+    try:
+        import uvloop
+
+        return uvloop.run(_run_job(job))
+    except ImportError:
+        return asyncio.run(_run_job(job))
+
+
+# -- measuring a phase -------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Row:
+    cluster: str
+    name: str
+    records_per_s: float
+    requests_per_s: float | None = None
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    gateway_cpu: float | None = None
+    broker_cpu: float | None = None
+    client_cpu: float | None = None
+    versus: str = ""
+    ratio: float | None = None
+
+
+class Load:
+    """The client processes, the gateway and the broker pids, and one phase at a time."""
+
+    def __init__(self, pool: Any, clients: int, host: str, port: int, pids: dict[str, int]):
+        self.pool, self.clients, self.host, self.port, self.pids = pool, clients, host, port, pids
+
+    def phase(self, cluster: str, name: str, jobs: list[Job]) -> Row:
+        cpu_before = {k: cpu_seconds(p) for k, p in self.pids.items()}
+        started = jobs[0].start_at
+        outcomes: list[Outcome] = self.pool.map(run_job, jobs, chunksize=1)
+        ended = max(o.ended for o in outcomes)
+        elapsed = ended - started
+        cpu = {k: (cpu_seconds(p) - cpu_before[k]) / elapsed for k, p in self.pids.items()}
+        errors = sum(o.errors for o in outcomes)
+        if errors:
+            sample = next(o.first_error for o in outcomes if o.first_error)
+            print(f"  {name}: {errors} failed requests, e.g. {sample}", flush=True)
+        latencies = sorted(x for o in outcomes for x in o.latencies_s)
+        return Row(
+            cluster,
+            name,
+            sum(o.records for o in outcomes) / elapsed,
+            sum(o.requests for o in outcomes) / elapsed,
+            _quantile(latencies, 0.50) * 1000,
+            _quantile(latencies, 0.99) * 1000,
+            cpu["gateway"],
+            cpu["broker"],
+            max(o.cpu_s for o in outcomes) / elapsed,
+        )
+
+    def _jobs(self, shares: list[dict[str, Any]]) -> list[Job]:
+        """One job per share, all starting together once every client process has one."""
+        start_at = time.time() + 0.5
+        return [Job(self.host, self.port, start_at, **share) for share in shares]
+
+    def produce(
+        self, cluster: str, name: str, topic: str, per_request: int, count: int, conc: int, s: float
+    ) -> Row:
+        body = ('{"records":[' + ",".join([f'{{"value":{VALUE}}}'] * per_request) + "]}").encode()
+        share = {
+            "seconds": s,
+            "connections": max(1, conc // self.clients),
+            "path": f"/topics/{topic}",
+            "body": body,
+            "requests": count // self.clients,
+        }
+        return self.phase(cluster, name, self._jobs([share] * self.clients))
+
+    def read(
+        self, cluster: str, name: str, topic: str, end: int, readers: int, size: int, accept: str
+    ) -> Row:
+        step = -(-end // readers)
+        spans = [(i, min(i + step, end)) for i in range(0, end, step)]
+        shares = [
+            {
+                "seconds": 120.0,
+                "connections": len(mine),
+                "path": f"/topics/{topic}/partitions/0/records",
+                "ranges": tuple(mine),
+                "read_size": size,
+                "accept": accept,
+            }
+            for k in range(self.clients)
+            if (mine := spans[k :: self.clients])
+        ]
+        return self.phase(cluster, name, self._jobs(shares))
+
+
+def _quantile(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))] if values else 0.0
+
+
+# -- one cluster shape -------------------------------------------------------------------------
+
+
+def run_cluster(brokers: int, args: argparse.Namespace, pool: Any) -> list[Row]:
+    from bench.produce_fetch import fetch_raw
+    from bench.replication import produce as librdkafka_produce
+    from pafka.local.cluster import HOST, LocalCluster
+
+    label = f"{brokers} broker{'s' if brokers > 1 else ''}, RF {brokers}"
+    cluster = LocalCluster(
+        Path(tempfile.mkdtemp(prefix="pafka-bench-gw-")),
+        brokers=brokers,
+        controllers=1,
+        gateways=1,
+    )
+    cluster.start()
+    rows: list[Row] = []
+    try:
+        rest, native = (f"{n}-{uuid.uuid4().hex[:6]}" for n in ("rest", "native"))
+        leader = create_topics(cluster.bootstrap, [rest, native], brokers)
+        gateway = cluster.gateways()[0]
+        check_gateway(gateway, rest)
+        pids = {"gateway": gateway.pid, "broker": cluster.broker(leader).pid}
+        load = Load(pool, args.clients, HOST, gateway.http_port, pids)
+        print(f"{label}: gateway pid {gateway.pid}, leader broker {leader}", flush=True)
+
+        baseline = librdkafka_produce(cluster.bootstrap, native, args.native_records, "all")
+        rows.append(Row(label, "librdkafka producer, acks=all (baseline)", baseline))
+        # Warm-up: connections, metadata, the first linger cycles.
+        load.produce(label, "warm-up", rest, 1, WARMUP_REQUESTS, args.concurrency, 30)
+
+        def produce(name: str, per_request: int, count: int) -> None:
+            row = load.produce(
+                label, name, rest, per_request, count, args.concurrency, args.seconds
+            )
+            row.versus, row.ratio = "librdkafka producer", row.records_per_s / baseline
+            rows.append(row)
+            print(_line(row), flush=True)
+
+        produce("REST produce, 1 record/request", 1, args.requests)
+        produce("REST produce, 100 records/request", 100, args.batches)
+
+        written = _high_watermark(cluster.bootstrap, rest)
+        consumer = consume(cluster.bootstrap, rest, written)
+        rows.append(Row(label, f"librdkafka consumer, {written:,} records", consumer))
+        leader_address = f"{HOST}:{cluster.broker(leader).port}"
+        raw, _ = fetch_raw(leader_address, rest, written)
+        rows.append(Row(label, "raw Fetch client (headers walked)", raw.records_per_s))
+        for accept, fmt in ((JSON_MEDIA, "json"), (BINARY_MEDIA, "binary")):
+            row = load.read(
+                label,
+                f"REST read {fmt}, {args.read_size} records/request",
+                rest,
+                written,
+                args.readers,
+                args.read_size,
+                accept,
+            )
+            row.versus, row.ratio = (
+                "librdkafka consumer",
+                row.records_per_s / consumer,
+            )
+            rows.append(row)
+            print(_line(row), flush=True)
+    finally:
+        cluster.stop()
+    return rows
+
+
+def create_topics(bootstrap: str, topics: list[str], replicas: int) -> int:
+    """One-partition topics (min ISR 2 when replicated); the first one's leader."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = {"min.insync.replicas": "2"} if replicas > 1 else {}
+    futures = admin.create_topics([NewTopic(t, 1, replicas, config=config) for t in topics])
+    for future in futures.values():
+        future.result(60)
+    return int(admin.list_topics(topics[0], timeout=30).topics[topics[0]].partitions[0].leader)
+
+
+def check_gateway(gateway: Any, topic: str) -> None:
+    """Our gateway serves its port and sees the topic: another cluster on this machine may have
+    taken the port first (a gateway that cannot bind exits, and the other one answers)."""
+    import urllib.request
+
+    deadline = time.monotonic() + 30
+    while True:
+        if not gateway.alive():
+            raise SystemExit(f"the gateway exited; see {gateway.log_path}")
+        try:
+            with urllib.request.urlopen(f"{gateway.http_url}/topics/{topic}", timeout=5):
+                return
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the gateway does not serve topic {topic}: {exc}") from exc
+        time.sleep(0.2)
+
+
+def consume(bootstrap: str, topic: str, records: int) -> float:
+    """Records/s of one librdkafka consumer reading partition 0 from offset 0, timed from its
+    first record (connecting and the first fetch are not counted, as the REST readers' are
+    not: their connections are open before they start)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 50 * 1024 * 1024,
+            "max.partition.fetch.bytes": 10 * 1024 * 1024,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    try:
+        seen, started = 0, 0.0
+        deadline = time.monotonic() + 120
+        while seen < records and time.monotonic() < deadline:
+            for msg in consumer.consume(10_000, timeout=1.0):
+                if msg.error() is None:
+                    if not seen:
+                        started = time.perf_counter()
+                    seen += 1
+        return (seen - 1) / (time.perf_counter() - started)
+    finally:
+        consumer.close()
+
+
+def _high_watermark(bootstrap: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-gateway-hwm"})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        return int(high)
+    finally:
+        consumer.close()
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, spec: str, suffix: str = "") -> str:
+    return "" if value is None else f"{value:{spec}}{suffix}"
+
+
+def _line(row: Row) -> str:
+    return (
+        f"  {row.name}: {row.records_per_s:,.0f} records/s, {_fmt(row.requests_per_s, ',.0f')} "
+        f"requests/s, p50 {_fmt(row.p50_ms, '.1f')} ms, p99 {_fmt(row.p99_ms, '.1f')} ms, "
+        f"CPU gateway {_fmt(row.gateway_cpu, '.0%')} broker {_fmt(row.broker_cpu, '.0%')} "
+        f"client {_fmt(row.client_cpu, '.0%')}"
+    )
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| cluster | measurement | records/s | requests/s | p50 ms | p99 ms "
+        "| CPU gateway / broker / busiest client | records/s per gateway core | ratio |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cpu = per_core = ""
+        if r.gateway_cpu is not None:
+            cpu = f"{r.gateway_cpu:.0%} / {r.broker_cpu:.0%} / {r.client_cpu:.0%}"
+            per_core = f"{r.records_per_s / max(r.gateway_cpu, 0.01):,.0f}"
+        ratio = "" if r.ratio is None else f"{r.ratio:.3f} of {r.versus}"
+        lines.append(
+            f"| {r.cluster} | {r.name} | {r.records_per_s:,.0f} | "
+            f"{_fmt(r.requests_per_s, ',.0f')} | {_fmt(r.p50_ms, '.1f')} | "
+            f"{_fmt(r.p99_ms, '.1f')} | {cpu} | {per_core} | {ratio} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--brokers", type=int, nargs="+", default=[1, 3], choices=[1, 3])
+    parser.add_argument("--seconds", type=float, default=15.0, help="time bound of a phase")
+    parser.add_argument("--requests", type=int, default=40_000, help="1-record requests")
+    parser.add_argument("--batches", type=int, default=3_000, help="100-record requests")
+    parser.add_argument("--concurrency", type=int, default=64, help="requests in flight")
+    parser.add_argument("--clients", type=int, default=2, help="load generator processes")
+    parser.add_argument("--readers", type=int, default=4, help="concurrent REST readers")
+    parser.add_argument("--read-size", type=int, default=1000, help="records per REST read")
+    parser.add_argument("--native-records", type=int, default=300_000)
+    args = parser.parse_args()
+
+    rows: list[Row] = []
+    with multiprocessing.get_context("spawn").Pool(args.clients) as pool:
+        for brokers in args.brokers:
+            rows += run_cluster(brokers, args, pool)
+    print()
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
