@@ -73,6 +73,12 @@ def colliding_topics(name: str, existing: Iterable[str]) -> list[str]:
 MAX_GROUP_ID_LENGTH = 255
 
 
+def _zk_refuses(c: str) -> bool:
+    """The characters ZooKeeper's PathUtils.validatePath refuses in a path."""
+    o = ord(c)
+    return o <= 0x1F or 0x7F <= o <= 0x9F or 0xD800 <= o <= 0xF8FF or 0xFFF0 <= o <= 0xFFFF
+
+
 def validate_group_id(group: str) -> None:
     """Raise :class:`InvalidGroupIdError` unless ``group`` can name ``/consumers/{group}``.
 
@@ -81,9 +87,10 @@ def validate_group_id(group: str) -> None:
     """
     if not group:
         raise InvalidGroupIdError("group id is empty")
-    if group in (".", "..") or "/" in group or any(ord(c) < 32 or ord(c) == 127 for c in group):
+    if group in (".", "..") or "/" in group or any(_zk_refuses(c) for c in group):
         raise InvalidGroupIdError(
-            f"group id {group!r} is illegal: no '/', control characters, '.' or '..'"
+            f"group id {group!r} is illegal: no '/', '.' or '..', and none of the characters "
+            "ZooKeeper refuses in paths (controls, surrogates, U+E000-U+F8FF, U+FFF0-U+FFFF)"
         )
     if len(group) > MAX_GROUP_ID_LENGTH:
         raise InvalidGroupIdError(

@@ -41,7 +41,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
-from pafka.errors import ProtocolError, UnsupportedVersionError
+from pafka.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
 from pafka.protocol.versions import SUPPORTED, ApiKey
 
 HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
@@ -175,7 +175,13 @@ def encode_request(
     """Frame a request, for the places where a broker is itself a client (replication)."""
     body.API_VERSION = version
     body.with_header(correlation_id=correlation_id, client_id=client_id)
-    return bytes(body.encode(header=True, framed=True))
+    try:
+        return bytes(body.encode(header=True, framed=True))
+    except (struct.error, OverflowError) as exc:
+        # A number outside its wire type: the caller's input, not a codec failure.
+        raise InvalidRequestError(
+            f"{api_key.name} v{version}: a value is out of range: {exc}"
+        ) from exc
 
 
 def decode_response(api_key: ApiKey, version: int, frame: bytes | memoryview) -> Any:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.gateway.models import MAX_INT16, MAX_INT32
+
 
 class Relationship(BaseModel):
     related: str
@@ -75,15 +77,21 @@ class TopicCreate(BaseModel):
         }
     )
     topic_name: str
-    partitions_count: int | None = Field(None, description="the brokers' default when absent")
-    replication_factor: int | None = Field(None, description="the brokers' default when absent")
+    partitions_count: int | None = Field(
+        None, ge=1, le=MAX_INT32, description="the brokers' default when absent"
+    )
+    replication_factor: int | None = Field(
+        None, ge=1, le=MAX_INT16, description="the brokers' default when absent"
+    )
     configs: list[ConfigSetting] = []
     validate_only: bool = False
 
 
 class TopicUpdate(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"partitions_count": 12}]})
-    partitions_count: int = Field(description="the new total; partitions are only ever added")
+    partitions_count: int = Field(
+        ge=1, le=MAX_INT32, description="the new total; partitions are only ever added"
+    )
 
 
 class TopicConfig(Resource):

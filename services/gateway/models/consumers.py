@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.gateway.consumer_instances import LATEST
+from services.gateway.models import MAX_INT32, MAX_INT64
 
 
 class CreateConsumer(BaseModel):
@@ -49,7 +50,7 @@ class Subscription(BaseModel):
 
 class PartitionRef(BaseModel):
     topic: str = Field(examples=["orders"])
-    partition: int = Field(ge=0, examples=[0])
+    partition: int = Field(ge=0, le=MAX_INT32, examples=[0])
 
 
 class Partitions(BaseModel):
@@ -57,7 +58,7 @@ class Partitions(BaseModel):
 
 
 class PartitionOffset(PartitionRef):
-    offset: int = Field(ge=0, examples=[42])
+    offset: int = Field(ge=0, le=MAX_INT64, examples=[42])
 
 
 class Offsets(BaseModel):

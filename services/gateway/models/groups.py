@@ -11,8 +11,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from pafka.groups.assignors import ASSIGNORS
+from services.gateway.models import MAX_INT32, MAX_INT64
 
-MAX_INT32 = 2**31 - 1
 ASSIGNOR_NAMES: list[JsonValue] = [*sorted(ASSIGNORS)]
 
 
@@ -111,7 +111,7 @@ class RejoinError(BaseModel):
 class OffsetToCommit(BaseModel):
     topic: str = Field(min_length=1)
     partition: int = Field(ge=0, le=MAX_INT32)
-    offset: int = Field(ge=0, description="The next offset to consume")
+    offset: int = Field(ge=0, le=MAX_INT64, description="The next offset to consume")
     metadata: str | None = None
 
 
@@ -150,7 +150,9 @@ class CommitResponse(BaseModel):
 class CommitError(BaseModel):
     error_code: int
     message: str
-    offsets: list[CommitResult]
+    # Per partition when some were refused; absent when the whole commit was (stale generation).
+    offsets: list[CommitResult] | None = None
+    rejoin: bool | None = None
 
 
 class MemberPartition(BaseModel):

@@ -302,7 +302,9 @@ async def records(
 @router.post(
     f"{INSTANCE}/offsets",
     summary="Commit the given offsets, or (no body) every position",
+    response_class=Response,
     responses={
+        200: {"description": "Committed (no body, as in Confluent's REST Proxy)"},
         409: {"model": ErrorBody, "description": "The group rebalanced: read, then commit"},
         **UNKNOWN,
     },
