@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from pafka.client.fetcher import fetch, offsets
+from pafka.errors import RestError
 from services.gateway import idempotency
 from services.gateway.context import Ctx, GatewayContext, context
 from services.gateway.formats import (
+    INVALID_REQUEST,
     PLAIN_JSON,
     V2,
     V2_BINARY,
@@ -125,7 +127,40 @@ _PRODUCE_SCHEMA = {
 }
 _JSON_EXAMPLE = {"records": [{"key": "user-1", "value": {"amount": 12}}, {"value": [1, 2]}]}
 _BINARY_EXAMPLE = {"records": [{"key": "dXNlci0x", "value": "aGVsbG8=", "partition": 0}]}
+_ACKS_TEXT = "all (every in-sync replica, the default) or 1 (the leader)"
+_KEY_TEXT = (
+    "Retries with the same key (and the same request) write the records once: a finished "
+    "request is answered again from its record (header `Idempotent-Replayed: true`), a partly "
+    "failed one sends only the records not yet written. Keys are kept for 24 hours."
+)
 PRODUCE_BODY = {
+    # The produce routes read these two themselves (see _options); documented as FastAPI would.
+    "parameters": [
+        {
+            "name": "acks",
+            "in": "query",
+            "required": False,
+            "schema": {
+                "enum": list(ACKS),
+                "type": "string",
+                "description": _ACKS_TEXT,
+                "default": "all",
+                "title": "Acks",
+            },
+            "description": _ACKS_TEXT,
+        },
+        {
+            "name": idempotency.HEADER,
+            "in": "header",
+            "required": False,
+            "schema": {
+                "anyOf": [{"type": "string"}, {"type": "null"}],
+                "description": _KEY_TEXT,
+                "title": idempotency.HEADER,
+            },
+            "description": _KEY_TEXT,
+        },
+    ],
     "requestBody": {
         "required": True,
         "content": {
@@ -133,7 +168,7 @@ PRODUCE_BODY = {
             V2_BINARY: {"schema": _PRODUCE_SCHEMA, "example": _BINARY_EXAMPLE},
             PLAIN_JSON: {"schema": _PRODUCE_SCHEMA, "example": _JSON_EXAMPLE},
         },
-    }
+    },
 }
 PRODUCE_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Malformed JSON (40001) or Idempotency-Key (40002)"},
@@ -207,14 +242,16 @@ _sweeper = idempotency.Sweeper()
 
 # -- routes ------------------------------------------------------------------------------------
 
-AcksParam = Query("all", description="all (every in-sync replica, the default) or 1 (the leader)")
-KeyHeader = Header(
-    None,
-    alias=idempotency.HEADER,
-    description="Retries with the same key (and the same request) write the records once: a "
-    "finished request is answered again from its record (header `Idempotent-Replayed: true`), "
-    "a partly failed one sends only the records not yet written. Keys are kept for 24 hours.",
-)
+
+def _options(request: Request) -> tuple[str, str | None]:
+    """``acks`` and the idempotency key of a produce request, refused as FastAPI refuses a bad
+    parameter. Read here rather than declared: FastAPI's parameter validation costs more than
+    the rest of a one-record produce. The context is taken the same way, not as a dependency:
+    FastAPI runs a plain-def dependency on a worker thread."""
+    acks = request.query_params.get("acks", "all")
+    if acks not in ACKS:
+        raise RestError(INVALID_REQUEST, "query.acks: Input should be 'all', '-1' or '1'")
+    return acks, request.headers.get(idempotency.HEADER)
 
 
 @router.post(
@@ -227,15 +264,8 @@ KeyHeader = Header(
     response_class=V2Response,
     responses=PRODUCE_ERRORS,
 )
-async def produce_to_topic(
-    topic: str,
-    request: Request,
-    acks: Literal["all", "-1", "1"] = AcksParam,
-    idempotency_key: str | None = KeyHeader,
-) -> Response:
-    # The context is taken from the request, not as a dependency: FastAPI runs a plain-def
-    # dependency on a worker thread, a hop that costs more than the rest of a small produce.
-    return await _produce(context(request), request, topic, None, acks, idempotency_key)
+async def produce_to_topic(topic: str, request: Request) -> Response:
+    return await _produce(context(request), request, topic, None, *_options(request))
 
 
 @router.post(
@@ -246,14 +276,8 @@ async def produce_to_topic(
     response_class=V2Response,
     responses=PRODUCE_ERRORS,
 )
-async def produce_to_partition(
-    topic: str,
-    partition: int,
-    request: Request,
-    acks: Literal["all", "-1", "1"] = AcksParam,
-    idempotency_key: str | None = KeyHeader,
-) -> Response:
-    return await _produce(context(request), request, topic, partition, acks, idempotency_key)
+async def produce_to_partition(topic: str, partition: int, request: Request) -> Response:
+    return await _produce(context(request), request, topic, partition, *_options(request))
 
 
 @router.get(
@@ -276,7 +300,7 @@ async def read_records(
     max_bytes: int | None = Query(None, ge=1, description="About this many bytes of batches"),
     timeout_ms: int = Query(0, ge=0, description="Wait this long for a first record"),
 ) -> Response:
-    ctx = context(request)  # not a dependency: see produce_to_topic
+    ctx = context(request)  # not a dependency: see _options
     fmt = read_format(request.headers.get("accept"))
     await partition_state(ctx, topic, partition)
     settings = ctx.settings
