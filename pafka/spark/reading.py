@@ -1,0 +1,83 @@
+"""Reading one offset range through the gateway's stateless range endpoint (no pyspark here).
+
+A range ``[start, until)`` was planned from offsets the gateway reported, so its records exist
+unless retention deleted them since (the start is below the log start: 41601) or the log was
+truncated below ``until`` (an unclean leader election). Either is data loss: an error, or with
+``failOnDataLoss=false`` a warning and the records that are left. Gaps inside the range (a
+compacted topic) are not loss. The same range always gives the same records, so a micro-batch
+run again after a failure or a restart reads exactly what it read before.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from pafka.spark.errors import DataLossError
+from pafka.spark.gateway import GatewayClient, OffsetOutOfRange
+from pafka.spark.planning import OffsetRange
+from pafka.spark.rows import to_row
+
+log = logging.getLogger(__name__)
+
+# How long a range end above the high watermark is waited for (the HWM of a new leader may lag
+# one replication round behind what the old one reported) before it counts as lost.
+BEHIND_WAIT_S = 5.0
+
+
+def read_range(
+    client: GatewayClient, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool
+) -> Iterator[tuple[Any, ...]]:
+    offset = r.start
+    behind_since: float | None = None
+    while offset < r.until:
+        wanted = min(client.options.max_records_per_request, r.until - offset)
+        try:
+            page = client.read(r.topic, r.partition, offset, wanted)
+        except OffsetOutOfRange as exc:
+            beginning, end = client.bounds([(r.topic, r.partition)])[(r.topic, r.partition)]
+            if offset < beginning:
+                skip_to = min(beginning, r.until)
+                _lost(r, offset, skip_to, f"deleted (log starts at {beginning})", fail_on_data_loss)
+                offset = skip_to
+                continue
+            if _behind(behind_since):
+                _lost(
+                    r, offset, r.until, f"not in the log (ends at {end}): {exc}", fail_on_data_loss
+                )
+                return
+            behind_since = behind_since or time.monotonic()
+            time.sleep(0.1)
+            continue
+        for record in page.records:
+            if record["offset"] >= r.until:
+                return
+            if record["offset"] >= offset:
+                yield to_row(record, include_headers)
+        if page.next_offset > offset:
+            offset, behind_since = page.next_offset, None
+        elif _behind(behind_since):
+            _lost(
+                r,
+                offset,
+                r.until,
+                f"not in the log (high watermark {page.high_watermark})",
+                fail_on_data_loss,
+            )
+            return
+        else:
+            behind_since = behind_since or time.monotonic()
+            time.sleep(0.1)
+
+
+def _behind(since: float | None) -> bool:
+    return since is not None and time.monotonic() - since > BEHIND_WAIT_S
+
+
+def _lost(r: OffsetRange, start: int, until: int, why: str, fail: bool) -> None:
+    what = f"offsets {start} to {until - 1} of {r.topic}-{r.partition}"
+    if fail:
+        raise DataLossError(f"{what} are {why}; set failOnDataLoss=false to skip them")
+    log.warning("skipping %s: %s", what, why)
