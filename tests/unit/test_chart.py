@@ -427,12 +427,11 @@ def test_gateway_ingress_and_autoscaler() -> None:
 # ---- hooks: topic provisioning and helm test -------------------------------------------------
 
 
-def test_topics_job_runs_the_cli_against_every_broker() -> None:
+def test_topics_job_runs_the_cli_against_the_cluster() -> None:
     (job,) = objects("ingress-hpa-topics", "Job")
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "post-install"
-    brokers = ",".join(
-        f"{RELEASE}-pafka-broker-{i}.{RELEASE}-pafka-broker-headless.{FQDN}:9092" for i in range(3)
-    )
+    broker = named("ingress-hpa-topics", "StatefulSet", "-broker")
+    connect = env_of(broker, "broker")["PAFKA_BROKER_ZOOKEEPER"]
     wanted = VALUE_SETS["ingress-hpa-topics"]["provisioning"]["topics"]
     containers = job["spec"]["template"]["spec"]["containers"]
     assert len(containers) == len(wanted)
@@ -444,7 +443,7 @@ def test_topics_job_runs_the_cli_against_every_broker() -> None:
         assert sorted(args.config or []) == sorted(
             f"{k}={v}" for k, v in topic.get("config", {}).items()
         )
-        assert args.bootstrap_server == brokers
+        assert args.zookeeper == connect
     assert not objects("default", "Job")
 
 
