@@ -141,7 +141,11 @@ FQDN = f"{NAMESPACE}.svc.cluster.local"
 @pytest.mark.parametrize("value_set", VALUE_SETS)
 def test_lint_is_clean(value_set: str) -> None:
     report = helm.lint(
-        CHART, VALUE_SETS[value_set], strict=True, namespace=NAMESPACE, kube_version="v1.33.0"
+        CHART,
+        VALUE_SETS[value_set],
+        strict=True,
+        namespace=NAMESPACE,
+        kube_version=f"v{KUBERNETES_VERSION}",
     )
     problems = [m for m in report["messages"] if m["severity"] >= 2]
     assert report["errors"] == [] and problems == [], report
