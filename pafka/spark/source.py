@@ -131,7 +131,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         bounds = self._bounds()
         default = LATEST if self.options.starting == "latest" else EARLIEST
         starts = planning.resolve(self.options.starting, bounds, default, "startingOffsets")
-        return planning.encode_offsets(starts)
+        self._last = planning.encode_offsets(starts)
+        return self._last
 
     def getDefaultReadLimit(self) -> ReadLimit:
         cap = self.options.max_offsets_per_trigger
@@ -139,10 +140,13 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         # Spark before 4.2 calls latestOffset() with no arguments: the start is then where the
-        # previous batch ended, and the cap comes from the options.
+        # previous batch ended (or the initial offset), and the cap comes from the options. Not
+        # knowing the start (a query resumed from its checkpoint), it reads all that is there.
         if start is None:
-            start = self._last if self._last is not None else self.initialOffset()
-            limit = self.getDefaultReadLimit()
+            if self._last is None:
+                start, limit = {}, ReadAllAvailable()
+            else:
+                start, limit = self._last, self.getDefaultReadLimit()
         bounds = self._bounds()
         latest = {tp: end for tp, (_, end) in bounds.items()}
         if self._available_now is not None:
