@@ -180,3 +180,26 @@ def test_health_and_metrics_endpoints(cluster) -> None:  # type: ignore[no-untyp
     ]
     assert len(active) == 1
     assert "kafka_controller_kafkacontroller_globalpartitioncount" in active[0]
+
+
+def test_metadata_names_a_broker_as_controller_so_admin_clients_reach_one(cluster) -> None:  # type: ignore[no-untyped-def]
+    """Controllers are a service of their own; clients send admin requests to the "controller"
+    Metadata names, so it must be a broker: each broker names itself."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    from tests.integration.wire import request_once
+
+    for broker_id in cluster.broker_ids():
+        got = request_once(
+            cluster.broker_address(broker_id), MetadataRequest[1](topics=[]), MetadataResponse, 1
+        )
+        assert got.controller_id == broker_id
+    name = f"admin-{uuid.uuid4().hex[:8]}"
+    host, port = cluster.broker_address(cluster.broker_ids()[-1])
+    admin = KafkaAdminClient(bootstrap_servers=f"{host}:{port}")
+    try:
+        admin.create_topics([NewTopic(name, 2, 1)])
+    finally:
+        admin.close()
+    cluster.wait_for_leaders(name, 2)

@@ -61,7 +61,11 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         brokers=brokers,
         cluster_id=broker.cluster_id,
-        controller_id=cache.controller_id,
+        # Clients send admin requests (CreateTopics, ...) to the "controller" they are told of,
+        # and it must be a broker they know. Any broker serves them (they become ZooKeeper
+        # writes the real controller acts on), so each broker names itself; the controller
+        # service's own id is no broker's.
+        controller_id=broker.settings.broker_id,
         topics=topics,
     )
 
