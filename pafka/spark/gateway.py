@@ -49,11 +49,13 @@ class OffsetOutOfRange(ConnectorError):
 
 
 class GatewayClient:
-    def __init__(self, options: GatewayOptions) -> None:
+    def __init__(self, options: GatewayOptions, first: int = 0) -> None:
+        """``first`` picks the gateway tried first (tasks pass their partition, so that their
+        load is spread over the gateways)."""
         self.options = options
         timeout = options.request_timeout_ms / 1000
         self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)))
-        self._preferred = 0
+        self._preferred = first % len(options.gateways)
 
     def close(self) -> None:
         self._http.close()

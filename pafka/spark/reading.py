@@ -30,6 +30,16 @@ BEHIND_WAIT_S = 5.0
 def read_range(
     client: GatewayClient, r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool
 ) -> Iterator[tuple[Any, ...]]:
+    """The rows of the range, in offset order."""
+    for page in read_pages(client, r, fail_on_data_loss=fail_on_data_loss):
+        for record in page:
+            yield to_row(record, include_headers)
+
+
+def read_pages(
+    client: GatewayClient, r: OffsetRange, *, fail_on_data_loss: bool
+) -> Iterator[list[dict[str, Any]]]:
+    """The records of the range as the gateway renders them, one list per non-empty answer."""
     offset = r.start
     behind_since: float | None = None
     while offset < r.until:
@@ -51,11 +61,11 @@ def read_range(
             behind_since = behind_since or time.monotonic()
             time.sleep(0.1)
             continue
-        for record in page.records:
-            if record["offset"] >= r.until:
-                return
-            if record["offset"] >= offset:
-                yield to_row(record, include_headers)
+        records = [x for x in page.records if offset <= x["offset"] < r.until]
+        if records:
+            yield records
+        if page.records and page.records[-1]["offset"] >= r.until - 1:
+            return
         if page.next_offset > offset:
             offset, behind_since = page.next_offset, None
         elif _behind(behind_since):

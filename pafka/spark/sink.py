@@ -82,7 +82,7 @@ def _task() -> TaskContext:
 def _write(
     options: WriteOptions, columns: frozenset[str], rows: Iterator[Row], prefix: str, partition: int
 ) -> Committed:
-    with GatewayClient(options.gateway) as client:
+    with GatewayClient(options.gateway, first=partition) as client:
         written = produce_rows(
             client,
             rows,

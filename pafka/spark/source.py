@@ -44,8 +44,8 @@ from pafka.spark import planning
 from pafka.spark.gateway import GatewayClient
 from pafka.spark.options import EARLIEST, LATEST, ReadOptions, TopicPartition, parse_read
 from pafka.spark.planning import OffsetRange
-from pafka.spark.reading import read_range
-from pafka.spark.rows import read_schema
+from pafka.spark.reading import read_pages
+from pafka.spark.rows import read_schema, to_arrow
 
 log = logging.getLogger(__name__)
 FORMAT = "pafka"
@@ -85,15 +85,14 @@ class PafkaDataSource(DataSource):
         return StreamWriter(self.options, schema)
 
 
-def _read(options: ReadOptions, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+def _read(options: ReadOptions, partition: InputPartition) -> Iterator[Any]:
+    """Arrow record batches, one per gateway answer (Spark takes them without converting each
+    row in Python)."""
     assert isinstance(partition, RangePartition)
-    with GatewayClient(options.gateway) as client:
-        yield from read_range(
-            client,
-            partition.range,
-            include_headers=options.include_headers,
-            fail_on_data_loss=options.fail_on_data_loss,
-        )
+    with GatewayClient(options.gateway, first=partition.range.partition) as client:
+        pages = read_pages(client, partition.range, fail_on_data_loss=options.fail_on_data_loss)
+        for page in pages:
+            yield to_arrow(page, options.include_headers)
 
 
 class BatchReader(DataSourceReader):
@@ -112,7 +111,7 @@ class BatchReader(DataSourceReader):
         ranges = planning.plan(starts, ends, bounds, fail_on_data_loss=opts.fail_on_data_loss)
         return [RangePartition(r) for r in planning.split(ranges, opts.min_partitions)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.options, partition)
 
 
@@ -181,7 +180,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         return [RangePartition(r) for r in planning.split(ranges, self.options.min_partitions)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         return _read(self.options, partition)
 
     def commit(self, end: dict) -> None:
