@@ -24,7 +24,8 @@ READ_SCHEMA = (
     "timestamp timestamp, timestampType int"
 )
 HEADERS_FIELD = "headers array<struct<key: string, value: binary>>"
-WRITE_COLUMNS = ("key", "value", "topic", "partition", "headers")
+COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
+HEADERS = "headers"
 
 
 def read_schema(include_headers: bool) -> str:
@@ -92,7 +93,7 @@ def to_arrow(records: list[dict[str, Any]], include_headers: bool) -> Any:
             pa.int32(),
         ),
     ]
-    names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    names = list(COLUMNS)
     if include_headers:
         header = pa.struct([("key", pa.string()), ("value", pa.binary())])
         headers = [
@@ -100,5 +101,5 @@ def to_arrow(records: list[dict[str, Any]], include_headers: bool) -> Any:
             for r in records
         ]
         columns.append(pa.array(headers, pa.list_(header)))
-        names.append("headers")
+        names.append(HEADERS)
     return pa.RecordBatch.from_arrays(columns, names=names)

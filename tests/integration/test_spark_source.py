@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from pafka.spark import register
 from pafka.spark.options import parse_write
+from pafka.spark.rows import COLUMNS, HEADERS
 from pafka.spark.sink import StreamWriter
 from tests.integration.conftest import ClusterHandle
 
@@ -143,16 +144,7 @@ def test_batch_read_of_a_range_returns_exactly_the_records(
         endingOffsets=ending,
         includeHeaders="true",
     )
-    assert df.columns == [
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestampType",
-        "headers",
-    ]
+    assert df.columns == [*COLUMNS, HEADERS]
     rows = df.collect()
     got = sorted(
         (

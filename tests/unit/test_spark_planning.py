@@ -14,7 +14,7 @@ from pafka.spark import planning
 from pafka.spark.errors import DataLossError, OptionError, UnknownTopicError
 from pafka.spark.options import EARLIEST, LATEST, parse_read, parse_write
 from pafka.spark.planning import OffsetRange
-from pafka.spark.rows import to_arrow, to_record, to_row
+from pafka.spark.rows import COLUMNS, HEADERS, to_arrow, to_record, to_row
 from pafka.spark.writing import produce_rows
 
 GW = {"gateway": "http://gw:8082"}
@@ -183,16 +183,7 @@ def test_rows_have_the_kafka_schema() -> None:
     assert len(to_row(record, include_headers=False)) == 7
     pytest.importorskip("pyarrow")
     batch = to_arrow([record, {**record, "offset": 8, "headers": []}], include_headers=True)
-    assert batch.schema.names == [
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        "timestamp",
-        "timestampType",
-        "headers",
-    ]
+    assert batch.schema.names == [*COLUMNS, HEADERS]
     first = batch.to_pylist()[0]
     assert tuple(first.values())[:7] == to_row(record, include_headers=False)
     assert first["headers"] == [{"key": "h", "value": None}, {"key": "g", "value": b"x"}]
