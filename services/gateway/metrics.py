@@ -1,14 +1,19 @@
 """The gateway's Prometheus metrics: requests by route template, method and status, and their
-latency in seconds (the names dashboards for HTTP services already use)."""
+latency in seconds (the names dashboards for HTTP services already use).
+
+Measured by a plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` runs every request
+through a task group and a memory stream, which cost more than the produce route itself.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from importlib.metadata import version
+from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class GatewayMetrics:
@@ -29,16 +34,46 @@ class GatewayMetrics:
         Gauge(
             "pafka_build_info", "pafka build", ["service", "version"], registry=self.registry
         ).labels("gateway", version("pafka")).set(1)
+        # Label lookups hash and lock; the few combinations a gateway sees are kept here.
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def observe(self, handler: str, method: str, status: int, seconds: float) -> None:
+        key = (handler, method, status)
+        children = self._children.get(key)
+        if children is None:
+            children = (
+                self.requests.labels(handler, method, str(status)),
+                self.latency.labels(handler, method),
+            )
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def install(self, app: FastAPI) -> None:
-        @app.middleware("http")
-        async def measure(
-            request: Request, call_next: Callable[[Request], Awaitable[Response]]
-        ) -> Response:
-            started = time.perf_counter()
-            response = await call_next(request)
-            route = request.scope.get("route")
-            handler = getattr(route, "path", "unmatched")
-            self.requests.labels(handler, request.method, str(response.status_code)).inc()
-            self.latency.labels(handler, request.method).observe(time.perf_counter() - started)
-            return response
+        app.add_middleware(_Measure, metrics=self)
+
+
+class _Measure:
+    def __init__(self, app: ASGIApp, metrics: GatewayMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client gets if the app fails before answering
+
+        async def answering(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, answering)
+        finally:
+            # The router leaves the matched route in the scope: label by its template.
+            handler = getattr(scope.get("route"), "path", "unmatched")
+            self.metrics.observe(handler, scope["method"], status, time.perf_counter() - started)

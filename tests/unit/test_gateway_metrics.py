@@ -1,0 +1,36 @@
+"""The gateway's request metrics, on the in-process app (no cluster: only routes that need none)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from services.gateway.app import create_app
+from services.gateway.settings import GatewaySettings
+
+
+def _scrape(paths: list[str]) -> str:
+    async def run() -> str:
+        # A context that is never opened: /livez, /readyz and unknown paths do not use it.
+        class Unopened:
+            cluster: Any = type("Cluster", (), {"brokers": {}})()
+
+        app = create_app(GatewaySettings(zookeeper=None), ctx=Unopened())  # type: ignore[arg-type]
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+            for path in paths:
+                await client.get(path)
+            return (await client.get("/metrics")).text
+
+    return asyncio.run(run())
+
+
+def test_requests_are_counted_by_route_template_method_and_status() -> None:
+    text = _scrape(["/livez", "/livez", "/readyz", "/no/such/route"])
+    assert 'http_requests_total{handler="/livez",method="GET",status="200"} 2.0' in text
+    assert 'http_requests_total{handler="/readyz",method="GET",status="503"} 1.0' in text
+    assert 'http_requests_total{handler="unmatched",method="GET",status="404"} 1.0' in text
+    assert 'http_request_duration_seconds_count{handler="/livez",method="GET"} 2.0' in text
+    assert 'pafka_build_info{service="gateway"' in text
