@@ -299,6 +299,8 @@ def test_stream_runs_restarts_and_writes_each_result_once(
         query.processAllAvailable()
     finally:
         query.stop()
+    rerun = [p for p in query.recentProgress if p["batchId"] == last]
+    assert rerun and rerun[0]["numInputRows"] > 0  # the batch really wrote its records again
     assert output() == expected(40)
 
 
