@@ -14,17 +14,20 @@ Run locally (the ``spark`` extra installed; a gateway on 127.0.0.1:8082)::
         --input events --output event-totals --checkpoint /tmp/event-windows
 
 Submit to Spark on Kubernetes (an image with pafka and the job at /opt/pafka, a service
-account ``spark`` allowed to manage pods in the namespace; the checkpoint on shared storage)::
+account ``pafka-spark`` from spark-jobs/kubernetes/rbac.yaml; the checkpoint on shared storage)::
 
     spark-submit --master k8s://https://$KUBERNETES_API:6443 --deploy-mode cluster \\
         --name pafka-event-windows \\
         --conf spark.kubernetes.namespace=pafka \\
         --conf spark.kubernetes.container.image=pafka:latest \\
-        --conf spark.kubernetes.authenticate.driver.serviceAccountName=spark \\
+        --conf spark.kubernetes.authenticate.driver.serviceAccountName=pafka-spark \\
         --conf spark.executor.instances=2 \\
         local:///opt/pafka/spark-jobs/event_windows.py \\
         --gateway http://pafka-gateway:8082 --input events --output event-totals \\
         --checkpoint s3a://bucket/checkpoints/event-windows
+
+With the Kubeflow spark-operator instead:
+``kubectl apply -f spark-jobs/kubernetes/event-windows.yaml``.
 """
 
 from __future__ import annotations

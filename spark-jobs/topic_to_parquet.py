@@ -12,17 +12,20 @@ Run locally (the ``spark`` extra installed; a gateway on 127.0.0.1:8082)::
         --topic events --output /tmp/events-parquet
 
 Submit to Spark on Kubernetes (an image with pafka and the job at /opt/pafka, a service
-account ``spark`` allowed to manage pods in the namespace; the output on shared storage)::
+account ``pafka-spark`` from spark-jobs/kubernetes/rbac.yaml; the output on shared storage)::
 
     spark-submit --master k8s://https://$KUBERNETES_API:6443 --deploy-mode cluster \\
         --name pafka-topic-to-parquet \\
         --conf spark.kubernetes.namespace=pafka \\
         --conf spark.kubernetes.container.image=pafka:latest \\
-        --conf spark.kubernetes.authenticate.driver.serviceAccountName=spark \\
+        --conf spark.kubernetes.authenticate.driver.serviceAccountName=pafka-spark \\
         --conf spark.executor.instances=2 \\
         local:///opt/pafka/spark-jobs/topic_to_parquet.py \\
         --gateway http://pafka-gateway:8082 --topic events --min-partitions 8 \\
         --output s3a://bucket/events-parquet
+
+With the Kubeflow spark-operator instead:
+``kubectl apply -f spark-jobs/kubernetes/topic-to-parquet.yaml``.
 """
 
 from __future__ import annotations
