@@ -54,7 +54,10 @@ class GatewayClient:
         load is spread over the gateways)."""
         self.options = options
         timeout = options.request_timeout_ms / 1000
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)))
+        headers = {"Authorization": f"Bearer {options.token}"} if options.token else {}
+        self._http = httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)), headers=headers
+        )
         self._preferred = first % len(options.gateways)
 
     def close(self) -> None:
@@ -176,6 +179,11 @@ class GatewayClient:
                     return response
                 if status == 404 and _code(response) in (40401, 40402, 40403):
                     raise UnknownTopicError(f"{_message(response)} ({method} {path})")
+                if status in (401, 403):
+                    raise ConnectorError(
+                        f"gateway {url} refused {method} {path}: {status} {_message(response)} "
+                        "(check the token option)"
+                    )
                 if status < 500:
                     raise ConnectorError(
                         f"gateway {url} refused {method} {path}: {status} {_message(response)}"

@@ -18,6 +18,7 @@ name and ``kafka.bootstrap.servers`` into ``gateway``::
     topic                 writes: the topic of every row (else the ``topic`` column)
     maxRecordsPerRequest  records per gateway request, reads and writes (default 1000)
     requestTimeoutMs      how long to keep trying unreachable gateways (default 30000)
+    token                 bearer token, for gateways that require one (sent on every request)
 
 Partitions that a JSON offset object leaves out start at earliest and end at latest.
 Option names are case-insensitive, as everywhere in Spark.
@@ -63,6 +64,7 @@ class GatewayOptions:
     gateways: tuple[str, ...]
     max_records_per_request: int = 1000
     request_timeout_ms: int = 30_000
+    token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class WriteOptions:
     topic: str | None = None
 
 
-_COMMON = {"gateway", "maxrecordsperrequest", "requesttimeoutms", "path"}
+_COMMON = {"gateway", "maxrecordsperrequest", "requesttimeoutms", "token", "path"}
 _READ = _COMMON | {
     "subscribe",
     "subscribepattern",
@@ -152,6 +154,7 @@ def _gateway(opts: dict[str, str]) -> GatewayOptions:
         gateways=urls,
         max_records_per_request=_positive(opts, "maxRecordsPerRequest") or 1000,
         request_timeout_ms=_positive(opts, "requestTimeoutMs") or 30_000,
+        token=opts.get("token") or None,
     )
 
 

@@ -79,6 +79,16 @@ def test_bad_options_are_named(options: dict[str, str], message: str) -> None:
         parse_read(options, streaming=False)
 
 
+def test_a_token_goes_with_every_request() -> None:
+    from pafka.spark.gateway import GatewayClient
+
+    options = parse_read({**GW, "subscribe": "t", "token": "s3cr3t"}, streaming=False).gateway
+    with GatewayClient(options) as client:
+        assert client._http.headers["Authorization"] == "Bearer s3cr3t"
+    with GatewayClient(parse_write(GW).gateway) as client:
+        assert "Authorization" not in client._http.headers
+
+
 def test_streams_have_no_end() -> None:
     with pytest.raises(OptionError, match="a stream has no end"):
         parse_read({**GW, "subscribe": "t", "endingOffsets": "latest"}, streaming=True)
