@@ -6,6 +6,7 @@ topics of its own. Process logs are printed when a test fails.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +104,29 @@ class ClusterHandle:
                 raise TimeoutError(f"brokers {sorted(pending)} have no leaders for {name}")
             if pending:
                 time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def own_cluster(
+    tmp_path_factory: pytest.TempPathFactory, name: str, **options: Any
+) -> Iterator[ClusterHandle]:
+    """A cluster with a ZooKeeper of its own, for a module that kills and pauses processes
+    (the shared ``cluster`` must stay whole for everyone else)."""
+    zk = ZooKeeperServer(Path(tmp_path_factory.mktemp(f"{name}-zk")))
+    zk.start()
+    local = LocalCluster(
+        Path(tmp_path_factory.mktemp(name)), zookeeper=zk.connect_string, **options
+    )
+    try:
+        local.start()
+        handle = ClusterHandle(local, zk.connect_string)
+        try:
+            yield handle
+        finally:
+            handle.close()
+    finally:
+        local.stop()
+        zk.stop()
 
 
 @pytest.fixture(scope="session")

@@ -22,31 +22,17 @@ import pytest
 from kazoo.client import KazooClient
 
 from pafka.admin import topics as admin
-from pafka.local.cluster import LocalCluster, ServiceProcess
-from pafka.local.zookeeper import ZooKeeperServer
+from pafka.local.cluster import ServiceProcess
 from pafka.storage import layout
 from pafka.zk.znodes import BrokerInfo, ControllerEpochZNode, ControllerZNode, PartitionState
 from tests.integration.conftest import ClusterHandle
+from tests.integration.conftest import own_cluster as started_cluster
 
 
 @pytest.fixture(scope="module")
 def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
-    zk = ZooKeeperServer(Path(tmp_path_factory.mktemp("failover-zk")))
-    zk.start()
-    local = LocalCluster(
-        Path(tmp_path_factory.mktemp("failover")),
-        brokers=3,
-        controllers=2,
-        zookeeper=zk.connect_string,
-    )
-    local.start()
-    handle = ClusterHandle(local, zk.connect_string)
-    try:
+    with started_cluster(tmp_path_factory, "failover", brokers=3, controllers=2) as handle:
         yield handle
-    finally:
-        handle.close()
-        local.stop()
-        zk.stop()
 
 
 def _status(service: ServiceProcess) -> dict[str, Any]:

@@ -14,15 +14,13 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer
 from tests.integration.conftest import ClusterHandle
+from tests.integration.conftest import own_cluster as started_cluster
 
 CLIENTS = 4
 RECORDS_PER_REQUEST = 5
@@ -33,23 +31,10 @@ V2_JSON = "application/vnd.kafka.json.v2+json"
 
 @pytest.fixture(scope="module")
 def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
-    zk = ZooKeeperServer(Path(tmp_path_factory.mktemp("gateway-failover-zk")))
-    zk.start()
-    local = LocalCluster(
-        Path(tmp_path_factory.mktemp("gateway-failover")),
-        brokers=3,
-        controllers=2,
-        zookeeper=zk.connect_string,
-        gateways=1,
-    )
-    local.start()
-    handle = ClusterHandle(local, zk.connect_string)
-    try:
+    with started_cluster(
+        tmp_path_factory, "gateway-failover", brokers=3, controllers=2, gateways=1
+    ) as handle:
         yield handle
-    finally:
-        handle.close()
-        local.stop()
-        zk.stop()
 
 
 class Client(threading.Thread):

@@ -32,7 +32,7 @@ from pafka.groups.consumer_protocol import (
     encode_subscription,
 )
 from pafka.zk.znodes import ConsumerGroupZNodes, GroupCoordinatorZNode, PartitionOwnerZNode
-from tests.integration.conftest import ClusterHandle
+from tests.integration.conftest import TEST_BROKER_ENV, ClusterHandle, own_cluster
 from tests.integration.wire import request_once, roundtrip
 
 REBALANCE_IN_PROGRESS = 27
@@ -135,6 +135,16 @@ def _owners(cluster: ClusterHandle, group: str, topic: str) -> dict[int, str]:
     return found
 
 
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    """A cluster of this module's own: restarting one of its brokers must not leave the shared
+    cluster catching up under other modules' tests."""
+    with own_cluster(
+        tmp_path_factory, "membership", brokers=3, controllers=1, broker_env=TEST_BROKER_ENV
+    ) as handle:
+        yield handle
+
+
 @pytest.fixture
 def names() -> Iterator[tuple[str, str]]:
     suffix = uuid.uuid4().hex[:8]
@@ -209,8 +219,9 @@ def test_a_subscribed_topic_gaining_partitions_triggers_a_rebalance(
 
 
 def test_a_broker_change_moving_leadership_triggers_a_rebalance(
-    cluster: ClusterHandle, names: tuple[str, str]
+    isolated: ClusterHandle, names: tuple[str, str]
 ) -> None:
+    cluster = isolated
     topic, group = names
     cluster.create_topic(topic, partitions=3, replication_factor=2)
     member = _stable_single_member(cluster, topic, group, 3)
