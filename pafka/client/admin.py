@@ -91,10 +91,16 @@ def _raise_for(code: int, message: str | None, what: str) -> None:
 
 
 class AdminClient:
-    def __init__(self, cluster: ClusterClient, *, timeout_ms: int = 30_000) -> None:
+    def __init__(
+        self,
+        cluster: ClusterClient,
+        *,
+        timeout_ms: int = 30_000,
+        groups: GroupClient | None = None,
+    ) -> None:
         self.cluster = cluster
         self.timeout_ms = timeout_ms
-        self.groups = GroupClient(cluster)
+        self.groups = groups or GroupClient(cluster)
 
     # -- cluster and topics --------------------------------------------------------------
 

@@ -5,12 +5,13 @@ Nothing here holds per-consumer state: a request can go to any gateway replica.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from pafka.client.cluster import ClusterClient
+from pafka.client.groups import GroupClient
 from pafka.client.producer import Producer
 from pafka.zk.client import ZkClient
 from services.gateway.settings import GatewaySettings
@@ -22,6 +23,11 @@ class GatewayContext:
     cluster: ClusterClient
     producer: Producer
     zk: ZkClient | None = None
+    # One per gateway, shared by every route: it remembers where each group's coordinator is.
+    groups: GroupClient = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.groups = GroupClient(self.cluster)
 
     async def close(self) -> None:
         await self.producer.close()

@@ -56,7 +56,7 @@ async def links(cluster_id: str, request: Request, ctx: Ctx) -> Links:
 
 
 def admin(ctx: Ctx) -> AdminClient:
-    return AdminClient(ctx.cluster, timeout_ms=ctx.settings.request_timeout_ms)
+    return AdminClient(ctx.cluster, timeout_ms=ctx.settings.request_timeout_ms, groups=ctx.groups)
 
 
 At = Annotated[Links, Depends(links)]

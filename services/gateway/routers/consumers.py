@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
 from pafka.client.fetcher import FetchedRecord
-from pafka.client.groups import GroupClient
 from pafka.cluster.names import validate_group_id
 from pafka.errors import RestError
 from pafka.groups.consumer_protocol import TopicPartition
@@ -76,9 +75,7 @@ def runtime(request: Request, ctx: Ctx) -> ConsumerRuntime:
     """One per gateway app; its sweep of idle instances starts with the first request."""
     found: ConsumerRuntime | None = getattr(request.app.state, "consumer_runtime", None)
     if found is None or found.cluster is not ctx.cluster:
-        found = ConsumerRuntime(
-            ctx.cluster, GroupClient(ctx.cluster), InstanceStore(ctx.zk), ctx.settings
-        )
+        found = ConsumerRuntime(ctx.cluster, ctx.groups, InstanceStore(ctx.zk), ctx.settings)
         request.app.state.consumer_runtime = found
     return found
 

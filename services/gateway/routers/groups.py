@@ -17,7 +17,6 @@ whichever gateway replica serves each request (a gateway keeps nothing about it)
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Awaitable
 from typing import Annotated, Any, TypeVar
 
@@ -25,7 +24,6 @@ from fastapi import APIRouter, Body, Depends, Path, Response
 from fastapi.responses import JSONResponse
 
 from pafka.client import group_lags
-from pafka.client.cluster import ClusterClient
 from pafka.client.group_join import join_consumer, partition_counts
 from pafka.client.groups import (
     GroupClient,
@@ -84,17 +82,6 @@ REJOIN_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-_clients: weakref.WeakKeyDictionary[ClusterClient, GroupClient] = weakref.WeakKeyDictionary()
-
-
-def _groups(ctx: GatewayContext) -> GroupClient:
-    """One GroupClient per gateway, so coordinator locations are remembered between requests."""
-    client = _clients.get(ctx.cluster)
-    if client is None:
-        client = _clients[ctx.cluster] = GroupClient(ctx.cluster)
-    return client
-
-
 # -- errors ----------------------------------------------------------------------------------
 
 
@@ -142,7 +129,7 @@ async def join(
     request: Annotated[JoinRequest, Body()],
     ctx: Annotated[GatewayContext, Depends(context)],
 ) -> JoinResponse | JSONResponse:
-    groups = _groups(ctx)
+    groups = ctx.groups
     counts = await partition_counts(groups.cluster, request.topics)
     missing = sorted(set(request.topics) - set(counts))
     if missing:
@@ -190,7 +177,7 @@ async def heartbeat(
     request: Annotated[HeartbeatRequest, Body()],
     ctx: Annotated[GatewayContext, Depends(context)],
 ) -> HeartbeatResponse | JSONResponse:
-    beat = _groups(ctx).heartbeat(group, request.generation, member, request.instance_id)
+    beat = ctx.groups.heartbeat(group, request.generation, member, request.instance_id)
     answer = await as_member(beat)
     return HeartbeatResponse(rejoin=False) if answer is None else answer
 
@@ -217,7 +204,7 @@ async def commit(
         (o.topic, o.partition): OffsetAndMetadata(o.offset, o.metadata) for o in request.offsets
     }
     outcome = await as_member(
-        _groups(ctx).commit(
+        ctx.groups.commit(
             group,
             wanted,
             generation=request.generation,
@@ -266,7 +253,7 @@ async def leave(
     member: MemberId,
     ctx: Annotated[GatewayContext, Depends(context)],
 ) -> Response:
-    answer = await as_member(_groups(ctx).leave(group, member))
+    answer = await as_member(ctx.groups.leave(group, member))
     return Response(status_code=204) if answer is None else answer
 
 
@@ -277,7 +264,7 @@ async def leave(
     responses={404: {"description": "The group does not exist"}},
 )
 async def describe(group: GroupId, ctx: Annotated[GatewayContext, Depends(context)]) -> GroupView:
-    groups = _groups(ctx)
+    groups = ctx.groups
     description, committed, node = await asyncio.gather(
         groups.describe(group), groups.fetch_offsets(group), _group_node(ctx, group)
     )
