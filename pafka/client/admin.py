@@ -156,7 +156,7 @@ class AdminClient:
         )
         (result,) = response.responses
         _raise_for(result.error_code, getattr(result, "error_message", None), f"topic {name!r}")
-        self.cluster.topics.pop(name, None)
+        self.cluster.forget(name)
 
     async def create_partitions(self, name: str, total: int) -> None:
         """Grow ``name`` to ``total`` partitions."""

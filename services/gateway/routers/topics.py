@@ -13,16 +13,12 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from pafka.client.admin import AdminClient
 from pafka.client.cluster import PartitionLeader, TopicInfo
-from pafka.errors import RestError, UnknownTopicOrPartitionError, for_code
-from pafka.protocol.messages import request_class
-from pafka.protocol.versions import ApiKey
+from pafka.errors import RestError, UnknownTopicOrPartitionError
 from services.gateway.context import Ctx, GatewayContext
 from services.gateway.errors import UNKNOWN_PARTITION, UNKNOWN_TOPIC
 from services.gateway.formats import V2, ErrorBody
-
-DESCRIBE_CONFIGS_VERSION = 1
-TOPIC_RESOURCE = 2
 
 router = APIRouter(tags=["topics"])
 
@@ -101,24 +97,8 @@ def partition_model(index: int, state: PartitionLeader) -> PartitionModel:
 
 
 async def topic_configs(ctx: GatewayContext, topic: str) -> dict[str, str | None]:
-    cls = request_class(ApiKey.DESCRIBE_CONFIGS)[DESCRIBE_CONFIGS_VERSION]
-    body = cls(
-        resources=[
-            cls.DescribeConfigsResource(
-                resource_type=TOPIC_RESOURCE, resource_name=topic, configuration_keys=None
-            )
-        ],
-        include_synonyms=False,
-    )
-    response: Any = await ctx.cluster.call_any(
-        ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSION, body
-    )
-    result = response.results[0]
-    if result.error_code == UnknownTopicOrPartitionError.code:
-        raise RestError(UNKNOWN_TOPIC, f"topic {topic!r} does not exist")
-    if result.error_code:
-        raise for_code(result.error_code, result.error_message or "")
-    return {c.name: c.value for c in result.configs}
+    admin = AdminClient(ctx.cluster, timeout_ms=ctx.settings.request_timeout_ms, groups=ctx.groups)
+    return {c.name: c.value for c in await admin.topic_configs(topic)}
 
 
 # -- routes ------------------------------------------------------------------------------------
