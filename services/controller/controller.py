@@ -32,6 +32,7 @@ from pafka.zk.znodes import (
     TopicZNode,
 )
 from services.controller.channel import BrokerChannel, Message
+from services.controller.cluster_view import ClusterView
 from services.controller.context import ControllerContext
 from services.controller.fencing import Epoch, try_elect
 from services.controller.metrics import ControllerMetrics
@@ -73,6 +74,12 @@ class Controller:
         self._tasks: list[asyncio.Task[None]] = []
         self._http = httpx.AsyncClient(timeout=self.settings.request_timeout_ms / 1000)
         self._watched_topics: set[str] = set()
+        self.cluster_view = ClusterView(
+            self.zk,
+            interval_ms=self.settings.cluster_view_interval_ms,
+            request_timeout_ms=self.settings.request_timeout_ms,
+        )
+        self.metrics.registry.register(self.cluster_view.collector)
 
     @property
     def active(self) -> bool:
@@ -86,6 +93,7 @@ class Controller:
         self.connected = True
         self._tasks.append(asyncio.create_task(self._process_events()))
         self._tasks.append(asyncio.create_task(self._periodic_rebalance()))
+        self._tasks.append(asyncio.create_task(self.cluster_view.run()))
         self.zk.watch_data(ControllerZNode.path(), self._on_controller_node)
         self.zk.watch_children(BROKER_IDS, lambda c: self._enqueue("brokers", c))
         self.zk.watch_children(BROKER_TOPICS, self._on_topics)
@@ -99,6 +107,7 @@ class Controller:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self._drop_channels()
+        await self.cluster_view.close()
         await self._http.aclose()
         await self.zk.close()
 
@@ -184,6 +193,7 @@ class Controller:
         if pending_reassignment is not None:
             await self.reassignments.on_request(pending_reassignment[0])
         self.metrics.bind(context)
+        self.cluster_view.bind(context)
         pending = await self.zk.get(PreferredReplicaElectionZNode.path())
         if pending is not None:
             await self._on_preferred_request(pending[0])
@@ -199,6 +209,7 @@ class Controller:
         self.generation += 1
         self.metrics.active.set(0)
         self.metrics.unbind()
+        self.cluster_view.unbind()
         await self._drop_channels()
 
     async def _drop_channels(self) -> None:

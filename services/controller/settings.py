@@ -31,6 +31,9 @@ class ControllerSettings:
     max_queued_requests: int = 1000
     preferred_rebalance_interval_ms: int = 300_000
     preferred_imbalance_ratio: float = 0.10
+    # How often the active controller refreshes the cluster view it exports (kafka_exporter's
+    # topic, partition and consumer-group series).
+    cluster_view_interval_ms: int = 5000
     log_level: str = "INFO"
 
     @property
@@ -50,6 +53,9 @@ class ControllerSettings:
             request_timeout_ms=env.integer("REQUEST_TIMEOUT_MS", 10_000, minimum=100),
             preferred_rebalance_interval_ms=env.integer(
                 "PREFERRED_REBALANCE_INTERVAL_MS", 300_000, minimum=1000
+            ),
+            cluster_view_interval_ms=env.integer(
+                "CLUSTER_VIEW_INTERVAL_MS", cls.cluster_view_interval_ms, minimum=100
             ),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )
