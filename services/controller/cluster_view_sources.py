@@ -25,6 +25,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from pafka.client.cluster import ClusterClient
+from pafka.client.connection import BrokerConnection
 from pafka.errors import CoordinationError, PafkaError
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
@@ -102,12 +103,12 @@ async def _broker_offsets(
     client: ClusterClient, broker_id: int, epochs: Mapping[TopicPartition, int], timeout_s: float
 ) -> dict[TopicPartition, tuple[int, int]]:
     try:
-        starts, ends = await asyncio.wait_for(
-            asyncio.gather(
-                _list_offsets(client, broker_id, epochs, EARLIEST),
-                _list_offsets(client, broker_id, epochs, LATEST),
-            ),
-            timeout_s,
+        # The connection's own timeout, not a cancellation: it closes a connection that did not
+        # answer, so the next round does not queue behind the unanswered requests.
+        connection = await asyncio.wait_for(client.connection(broker_id), timeout_s)
+        starts, ends = await asyncio.gather(
+            _list_offsets(connection, epochs, EARLIEST, timeout_s),
+            _list_offsets(connection, epochs, LATEST, timeout_s),
         )
     except (PafkaError, TimeoutError) as exc:
         log.info("cluster view: no offsets from broker %d this round: %s", broker_id, exc)
@@ -116,7 +117,7 @@ async def _broker_offsets(
 
 
 async def _list_offsets(
-    client: ClusterClient, broker_id: int, epochs: Mapping[TopicPartition, int], which: int
+    connection: BrokerConnection, epochs: Mapping[TopicPartition, int], which: int, timeout_s: float
 ) -> dict[TopicPartition, int]:
     cls = request_class(ApiKey.LIST_OFFSETS)[LIST_OFFSETS_VERSION]
     by_topic: dict[str, list[Any]] = defaultdict(list)
@@ -131,7 +132,7 @@ async def _list_offsets(
         isolation_level=0,
         topics=[cls.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
     )
-    response = await client.call(broker_id, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body)
+    response = await connection.call(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body, timeout_s)
     # A partition this broker no longer leads (or not yet at this epoch) answers an error: its
     # series wait for the next round.
     return {
