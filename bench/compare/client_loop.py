@@ -1,0 +1,146 @@
+"""What every client loop shares: the send schedule, chunked progress, the consume tally.
+
+Pacing follows a sleep-until schedule: record ``i`` of a worker is due ``i / rate`` seconds after
+the worker starts, and each wake-up sends everything already due in one batch. Sleeping a fixed
+gap per record instead would drift by every record's own send time, so the achieved rate would
+fall below the asked one exactly when the system is slow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator
+
+from bench.compare.driver import ConsumeStats, Progress, latency_us
+from pafka.errors import ConfigError
+
+# How many records a worker reports at once: a progress bar needs no finer grain.
+PROGRESS_CHUNK_RECORDS = 1000
+
+
+def worker_rate_per_s(rate_per_s: float | None, workers: int) -> float | None:
+    """One worker's share of a paced total rate; None stays unpaced."""
+    if workers < 1:
+        raise ConfigError(f"workers must be at least 1, got {workers}")
+    if rate_per_s is None:
+        return None
+    if not rate_per_s > 0 or math.isinf(rate_per_s):
+        raise ConfigError(f"rate_per_s must be a positive finite number, got {rate_per_s}")
+    return rate_per_s / workers
+
+
+def plan_batch(
+    rate_per_s: float | None, sent: int, count: int, elapsed_s: float, max_batch: int
+) -> tuple[int, float]:
+    """How many records to send now, or (0, seconds to wait) until the next one is due.
+
+    Unpaced (``rate_per_s`` None) sends full batches back to back.
+    """
+    if max_batch < 1:
+        raise ConfigError(f"max_batch must be at least 1, got {max_batch}")
+    remaining = count - sent
+    if remaining <= 0:
+        return 0, 0.0
+    if rate_per_s is None:
+        return min(max_batch, remaining), 0.0
+    # Record i is due at i / rate, so by elapsed_s the records 0..floor(elapsed_s * rate) are due.
+    due = min(count, math.floor(elapsed_s * rate_per_s) + 1)
+    if due > sent:
+        return min(max_batch, due - sent), 0.0
+    return 0, max(0.0, sent / rate_per_s - elapsed_s)
+
+
+def paced_batches(count: int, rate_per_s: float | None, max_batch: int) -> Iterator[int]:
+    """Batch sizes to send, sleeping (blocking) until each batch is due."""
+    start = time.monotonic()
+    sent = 0
+    while sent < count:
+        n, wait_s = plan_batch(rate_per_s, sent, count, time.monotonic() - start, max_batch)
+        if n == 0:
+            time.sleep(wait_s)
+            continue
+        yield n
+        sent += n
+
+
+async def apaced_batches(
+    count: int, rate_per_s: float | None, max_batch: int
+) -> AsyncIterator[int]:
+    """:func:`paced_batches` for asyncio clients: waits without blocking the loop."""
+    start = time.monotonic()
+    sent = 0
+    while sent < count:
+        n, wait_s = plan_batch(rate_per_s, sent, count, time.monotonic() - start, max_batch)
+        if n == 0:
+            await asyncio.sleep(wait_s)
+            continue
+        yield n
+        sent += n
+
+
+class ChunkedProgress:
+    """Forwards counts to ``progress`` in chunks of at least ``chunk_records``."""
+
+    def __init__(self, progress: Progress, chunk_records: int = PROGRESS_CHUNK_RECORDS) -> None:
+        self._progress = progress
+        self._chunk_records = chunk_records
+        self._pending = 0
+
+    def add(self, records: int) -> None:
+        self._pending += records
+        if self._pending >= self._chunk_records:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._progress(self._pending)
+            self._pending = 0
+
+
+class ConsumeTally:
+    """Records, bytes and end-to-end latencies of a consumer, with an idle limit."""
+
+    def __init__(self, progress: Progress, idle_timeout_s: float) -> None:
+        self.records = 0
+        self.bytes = 0
+        self.latencies_us: list[int] = []
+        self._progress = ChunkedProgress(progress)
+        self._idle_timeout_s = idle_timeout_s
+        self._started = time.monotonic()
+        self._last_record = self._started
+
+    def add(self, payloads: Iterable[bytes]) -> None:
+        # One clock reading per batch: every record of a batch arrived at the same moment.
+        now_ns = time.time_ns()
+        before = self.records
+        for payload in payloads:
+            self.latencies_us.append(latency_us(payload, now_ns))
+            self.bytes += len(payload)
+            self.records += 1
+        if self.records > before:
+            self._last_record = time.monotonic()
+            self._progress.add(self.records - before)
+
+    def idle_for_too_long(self) -> bool:
+        return time.monotonic() - self._last_record > self._idle_timeout_s
+
+    def stats(self) -> ConsumeStats:
+        self._progress.flush()
+        return ConsumeStats(
+            records=self.records,
+            bytes=self.bytes,
+            seconds=time.monotonic() - self._started,
+            latencies_us=self.latencies_us,
+        )
+
+
+def partition_cycle(worker: int, partitions: int) -> Iterator[int]:
+    """Round-robin partition order for one producer, each worker starting one further along
+    so that workers sending the same number of records fill the partitions evenly."""
+    if partitions < 1:
+        raise ConfigError(f"partitions must be at least 1, got {partitions}")
+    start = worker % partitions
+    return itertools.cycle([*range(start, partitions), *range(start)])
