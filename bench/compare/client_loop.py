@@ -14,11 +14,26 @@ import math
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 
-from bench.compare.driver import ConsumeStats, Progress, latency_us
-from pafka.errors import ConfigError
+from bench.compare.driver import ConsumeStats, Progress, Workload, latency_us
+from pafka.errors import ConfigError, PafkaError
 
 # How many records a worker reports at once: a progress bar needs no finer grain.
 PROGRESS_CHUNK_RECORDS = 1000
+# With a duration, consumers read on this long after the producers' deadline.
+DRAIN_S = 5.0
+
+
+def send_deadline(workload: Workload) -> float:
+    """The ``time.monotonic()`` at which a producer starting now stops: never without a
+    duration."""
+    if workload.duration_s is None:
+        return math.inf
+    return time.monotonic() + workload.duration_s
+
+
+def read_deadline(workload: Workload) -> float:
+    """The ``time.monotonic()`` at which a consumer starting now stops waiting for records."""
+    return send_deadline(workload) + DRAIN_S
 
 
 def worker_rate_per_s(rate_per_s: float | None, workers: int) -> float | None:
@@ -126,6 +141,14 @@ class ConsumeTally:
 
     def idle_for_too_long(self) -> bool:
         return time.monotonic() - self._last_record > self._idle_timeout_s
+
+    def raise_if_idle(self, consumer: str, count: int) -> None:
+        """Give up loudly when nothing arrived for the idle timeout while records are due."""
+        if self.idle_for_too_long():
+            raise PafkaError(
+                f"{consumer}: no record for {self._idle_timeout_s:.0f}s, "
+                f"{self.records} of {count} read"
+            )
 
     def stats(self) -> ConsumeStats:
         self._progress.flush()

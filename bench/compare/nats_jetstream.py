@@ -1,8 +1,9 @@
 """NATS JetStream as a peer of pafka in the comparison benchmark.
 
-For the runner: ``SYSTEM`` and ``CLIENT`` are zero-argument factories (the classes
-:class:`JetStreamSystem` and :class:`JetStreamClient`); ``SYSTEM()`` is a fresh ``System``,
-``CLIENT()`` a ``ClientDriver`` that pickles into worker processes.
+For the runner (``bench.compare.registry``): the module-level names ``System`` and
+``ClientDriver`` are the classes :class:`JetStreamSystem` and :class:`JetStreamClient`;
+``ClientDriver()`` is stateless and pickles into worker processes. A consumer calls
+``progress(0)`` once it can receive.
 
 Shape: a topic of N partitions is one file-storage stream named after the topic with subjects
 ``{topic}.{p}``, and one durable pull consumer ``bench`` (AckAll) shared by every consumer
@@ -33,6 +34,8 @@ from bench.compare.client_loop import (
     ConsumeTally,
     apaced_batches,
     partition_cycle,
+    read_deadline,
+    send_deadline,
     worker_rate_per_s,
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
@@ -198,7 +201,7 @@ class JetStreamClient:
         progress: Progress,
     ) -> ConsumeStats:
         durable = endpoint.extra.get("durable", DURABLE)
-        return asyncio.run(_consume(endpoint.address, topic, durable, count, progress))
+        return asyncio.run(_consume(endpoint.address, topic, durable, workload, count, progress))
 
 
 async def _produce(
@@ -210,50 +213,56 @@ async def _produce(
     order = partition_cycle(worker, len(subjects))
     size = workload.message_size_bytes
     chunks = ChunkedProgress(progress)
-    sent_bytes = 0
+    sent = sent_bytes = 0
     nc = await nats.connect(address, allow_reconnect=False)
     try:
         js = nc.jetstream(publish_async_max_pending=MAX_PENDING_ACKS)
         pending: deque[asyncio.Future[api.PubAck]] = deque()
         started = time.monotonic()
+        deadline = send_deadline(workload)
         async for batch in apaced_batches(count, rate_per_s, PUBLISH_BATCH_RECORDS):
+            if time.monotonic() > deadline:
+                break
             for _ in range(batch):
                 payload = stamp(size)
                 pending.append(await js.publish_async(subjects[next(order)], payload))
                 sent_bytes += len(payload)
+            sent += batch
             # Collect settled acks as we go: result() raises a refused publish at once.
             while pending and pending[0].done():
-                pending.popleft().result()
+                _check_ack(pending.popleft().result(), topic)
             chunks.add(batch)
         for ack in await asyncio.gather(*pending):
-            if ack.stream != topic:
-                raise PafkaError(f"{NAME}: publish to {topic} was stored in {ack.stream}")
+            _check_ack(ack, topic)
         seconds = time.monotonic() - started
     finally:
         await nc.close()
     chunks.flush()
-    return ProduceStats(records=count, bytes=sent_bytes, seconds=seconds)
+    return ProduceStats(records=sent, bytes=sent_bytes, seconds=seconds)
+
+
+def _check_ack(ack: api.PubAck, topic: str) -> None:
+    if ack.stream != topic:
+        raise PafkaError(f"{NAME}: a publish to {topic} was stored in stream {ack.stream}")
 
 
 async def _consume(
-    address: str, topic: str, durable: str, count: int, progress: Progress
+    address: str, topic: str, durable: str, workload: Workload, count: int, progress: Progress
 ) -> ConsumeStats:
     check_topic(topic)
     nc = await nats.connect(address, allow_reconnect=False)
     try:
         js = nc.jetstream()
         sub = await js.pull_subscribe_bind(durable=durable, stream=topic)
+        progress(0)  # ready: bound to the durable consumer, which exists since create_stream
         tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
-        while tally.records < count:
+        deadline = read_deadline(workload)
+        while tally.records < count and time.monotonic() < deadline:
             remaining = count - tally.records
             try:
                 msgs = await sub.fetch(batch=min(FETCH_RECORDS, remaining), timeout=FETCH_TIMEOUT_S)
             except nats.errors.TimeoutError:
-                if tally.idle_for_too_long():
-                    raise PafkaError(
-                        f"{NAME}: no record for {IDLE_TIMEOUT_S}s with "
-                        f"{tally.records}/{count} read from {topic}"
-                    ) from None
+                tally.raise_if_idle(f"{NAME} consumer of {topic}", count)
                 continue
             # A fetch may hand over leftovers of an expired earlier request too; take only what
             # this worker needs and leave the rest unacknowledged for redelivery.
@@ -266,5 +275,5 @@ async def _consume(
         await nc.close()
 
 
-SYSTEM = JetStreamSystem
-CLIENT = JetStreamClient
+System = JetStreamSystem
+ClientDriver = JetStreamClient

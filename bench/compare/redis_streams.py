@@ -1,8 +1,9 @@
 """Redis Streams as a peer of pafka in the comparison benchmark.
 
-For the runner: ``SYSTEM`` and ``CLIENT`` are zero-argument factories (the classes
-:class:`RedisStreamsSystem` and :class:`RedisStreamsClient`); ``SYSTEM()`` is a fresh
-``System``, ``CLIENT()`` a ``ClientDriver`` that pickles into worker processes.
+For the runner (``bench.compare.registry``): the module-level names ``System`` and
+``ClientDriver`` are the classes :class:`RedisStreamsSystem` and :class:`RedisStreamsClient`;
+``ClientDriver()`` is stateless and pickles into worker processes. A consumer calls
+``progress(0)`` once it can receive.
 
 Shape: a topic of N partitions is N streams ``{topic}-{p}``, each with the consumer group
 ``bench`` created at id 0 (``XGROUP CREATE ... MKSTREAM``). Producers spread records round-robin
@@ -29,6 +30,8 @@ from bench.compare.client_loop import (
     ConsumeTally,
     paced_batches,
     partition_cycle,
+    read_deadline,
+    send_deadline,
     worker_rate_per_s,
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
@@ -181,23 +184,27 @@ class RedisStreamsClient:
         order = partition_cycle(worker, len(streams))
         size = workload.message_size_bytes
         chunks = ChunkedProgress(progress)
-        sent_bytes = 0
+        sent = sent_bytes = 0
         client = _connect(endpoint.address)
         try:
             started = time.monotonic()
+            deadline = send_deadline(workload)
             for batch in paced_batches(count, rate_per_s, PIPELINE_RECORDS):
+                if time.monotonic() > deadline:
+                    break
                 pipe = client.pipeline(transaction=False)
                 for _ in range(batch):
                     payload = stamp(size)
                     pipe.execute_command("XADD", streams[next(order)], "*", FIELD, payload)
                     sent_bytes += len(payload)
                 pipe.execute()  # raises the first error reply
+                sent += batch
                 chunks.add(batch)
             seconds = time.monotonic() - started
         finally:
             client.close()
         chunks.flush()
-        return ProduceStats(records=count, bytes=sent_bytes, seconds=seconds)
+        return ProduceStats(records=sent, bytes=sent_bytes, seconds=seconds)
 
     def consume(
         self,
@@ -213,10 +220,13 @@ class RedisStreamsClient:
         member = f"worker-{worker}-{os.getpid()}"
         client = _connect(endpoint.address)
         client.set_response_callback("XREADGROUP", _raw_reply)
-        tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
         try:
+            client.ping()
+            progress(0)  # ready: the group exists, so this member receives from now on
+            tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
+            deadline = read_deadline(workload)
             rotation = worker
-            while tally.records < count:
+            while tally.records < count and time.monotonic() < deadline:
                 ask, per_stream = read_plan(streams, count - tally.records, READ_RECORDS, rotation)
                 rotation += 1
                 reply = client.execute_command(
@@ -224,11 +234,7 @@ class RedisStreamsClient:
                     "BLOCK", BLOCK_MS, "STREAMS", *ask, *([">"] * len(ask)),
                 )  # fmt: skip
                 if not reply:
-                    if tally.idle_for_too_long():
-                        raise PafkaError(
-                            f"{NAME}: no record for {IDLE_TIMEOUT_S}s with "
-                            f"{tally.records}/{count} read from {topic}"
-                        )
+                    tally.raise_if_idle(f"{NAME} consumer {worker} of {topic}", count)
                     continue
                 acks = client.pipeline(transaction=False)
                 for stream, entries in reply:
@@ -241,5 +247,5 @@ class RedisStreamsClient:
         return tally.stats()
 
 
-SYSTEM = RedisStreamsSystem
-CLIENT = RedisStreamsClient
+System = RedisStreamsSystem
+ClientDriver = RedisStreamsClient
