@@ -67,9 +67,16 @@ class Broker:
         self.followers = FollowerManager(
             settings.broker_id, settings.replica_fetch_wait_max_ms, settings.replica_fetch_max_bytes
         )
-        self.isr = IsrManager(self.zk, settings.replica_lag_time_max_ms)
+        self.isr = IsrManager(
+            self.zk, settings.replica_lag_time_max_ms, self.metrics.count_isr_change
+        )
         self.replicas = ReplicaManager(
-            settings.broker_id, self.logs, self.metadata, self.topic_config, self.followers
+            settings.broker_id,
+            self.logs,
+            self.metadata,
+            self.topic_config,
+            self.followers,
+            on_isr_change=self.metrics.count_isr_change,
         )
         self.producer_ids = ProducerIdAllocator(
             self.zk, settings.broker_id, settings.producer_id_block_size
@@ -90,14 +97,7 @@ class Broker:
         self._http: EmbeddedServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
-        self.metrics.bind_partition_gauges(
-            lambda: len(self.replicas.partitions),
-            lambda: sum(p.is_leader for p in self.replicas.partitions.values()),
-            lambda: sum(
-                p.is_leader and len(p.isr) < len(p.replicas)
-                for p in self.replicas.partitions.values()
-            ),
-        )
+        self.metrics.bind_partitions(lambda: self.replicas.partitions.values(), settings.data_dir)
 
     # -- life cycle --------------------------------------------------------------------------
 

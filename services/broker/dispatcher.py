@@ -40,6 +40,7 @@ class Dispatcher:
         except UnsupportedVersionError as exc:
             header = getattr(exc, "header", None)
             if header is not None and header.api_key == ApiKey.API_VERSIONS:
+                metrics.count_error(ApiKey.API_VERSIONS, exc.code)
                 body = api_versions_response(0, self.served, error_code=exc.code)
                 return encode_response(header, body, version=0)
             metrics.protocol_errors.inc()
@@ -49,7 +50,8 @@ class Dispatcher:
             raise
         header = request.header
         api = ApiKey(header.api_key)
-        metrics.requests.labels(api.name, str(header.api_version)).inc()
+        counted, timed = metrics.request_children(api, header.api_version)
+        counted.inc()
         if api is ApiKey.API_VERSIONS:
             response = api_versions_response(header.api_version, self.served)
         else:
@@ -67,7 +69,7 @@ class Dispatcher:
                 # A bug or an I/O failure: close this connection, keep the broker serving.
                 log.exception("%s v%d failed", api.name, header.api_version)
                 raise ProtocolError(f"internal error handling {api.name}") from exc
-        metrics.request_seconds.labels(api.name).observe(time.monotonic() - started)
+        timed.observe(time.monotonic() - started)
         if api is ApiKey.PRODUCE and int(request.body.acks) == 0:
             return None
         return encode_response(header, response)

@@ -47,10 +47,14 @@ def write_isr(
     return isr, stat.version
 
 
+IsrChanged = Callable[[tuple[int, ...], tuple[int, ...]], None]
+
+
 class IsrManager:
-    def __init__(self, zk: ZkClient, lag_max_ms: int) -> None:
+    def __init__(self, zk: ZkClient, lag_max_ms: int, on_change: IsrChanged | None = None) -> None:
         self.zk = zk
         self.lag_max_ms = lag_max_ms
+        self.on_change = on_change
         self._updating: set[tuple[str, int]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -75,7 +79,10 @@ class IsrManager:
             held, version = await self.zk.run(write_isr, self.zk.kazoo, partition, isr)
             if partition.is_leader and partition.leader_epoch == epoch:
                 log.info("%r: ISR %s %s -> %s", partition, why, partition.isr, held)
+                before = partition.isr
                 partition.set_isr(held, version)
+                if self.on_change is not None:
+                    self.on_change(before, held)
         except PafkaError as exc:
             log.warning("%r: ISR update failed: %s", partition, exc)
         finally:

@@ -1,13 +1,47 @@
 """Broker metrics, named as Strimzi's JMX-exporter rules name Kafka's, so dashboards carry over.
 
-Own metrics use the ``pafka_`` prefix and base units (seconds, bytes).
+Own metrics use the ``pafka_`` prefix and base units (seconds, bytes). Requests and errors are
+labelled with Kafka's own API and error names (``Produce``, ``NOT_LEADER_OR_FOLLOWER``), as
+Kafka's RequestMetrics MBeans are. Label children of the per-request series are cached: a label
+lookup hashes and takes a lock, which the hot path should pay once per API, not per request.
+Per-partition log metrics are read at scrape time (``log_metrics``), never per append.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from pafka.build_info import register_build_info
+from pafka.protocol.messages import ApiKey
+from services.broker.log_metrics import LogCollector
+from services.broker.metric_names import api_name, error_name
+
+if TYPE_CHECKING:
+    from services.broker.partition import Partition
+
+# Kafka requests take from well under a millisecond (metadata, a produce with acks=1) to a
+# long-poll fetch's max wait or an acks=all produce's replication timeout (seconds).
+REQUEST_SECONDS_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+)
 
 
 class BrokerMetrics:
@@ -54,6 +88,13 @@ class BrokerMetrics:
             "pafka_broker_request_duration_seconds",
             "Time from a request's arrival to its response being queued",
             ["request"],
+            buckets=REQUEST_SECONDS_BUCKETS,
+            registry=r,
+        )
+        self.errors = Counter(
+            "kafka_network_requestmetrics_errors",
+            "Error codes carried by responses, by API and Kafka error name (NONE not counted)",
+            ["request", "error"],
             registry=r,
         )
         self.connections = Gauge(
@@ -81,6 +122,21 @@ class BrokerMetrics:
             "Led partitions whose ISR is smaller than their replica set",
             registry=r,
         )
+        self.under_min_isr = Gauge(
+            "kafka_server_replicamanager_underminisrpartitioncount",
+            "Led partitions whose ISR is smaller than their topic's min.insync.replicas",
+            registry=r,
+        )
+        self.isr_shrinks = Counter(
+            "kafka_server_replicamanager_isrshrinks",
+            "ISR shrinks of partitions this broker leads (one per change, however many left)",
+            registry=r,
+        )
+        self.isr_expands = Counter(
+            "kafka_server_replicamanager_isrexpands",
+            "ISR expansions of partitions this broker leads (one per change)",
+            registry=r,
+        )
         self.zk_session_state = Gauge(
             "pafka_broker_zookeeper_connected",
             "1 while the ZooKeeper session is connected",
@@ -92,9 +148,64 @@ class BrokerMetrics:
             registry=r,
         )
 
-    def bind_partition_gauges(
-        self, partitions: Callable[[], int], leaders: Callable[[], int], urp: Callable[[], int]
+        self.logs = LogCollector()
+        r.register(self.logs)
+        register_build_info(r, "broker")
+        self._request_children: dict[tuple[int, int], tuple[Any, Any]] = {}
+        self._error_children: dict[tuple[int, int], Any] = {}
+
+    def request_children(self, api_key: int, api_version: int) -> tuple[Any, Any]:
+        """The request counter and latency histogram children of one API version."""
+        key = (api_key, api_version)
+        children = self._request_children.get(key)
+        if children is None:
+            name = api_name(api_key)
+            children = (
+                self.requests.labels(name, str(api_version)),
+                self.request_seconds.labels(name),
+            )
+            self._request_children[key] = children
+        return children
+
+    def count_error(self, api_key: int, code: int) -> None:
+        """One error code carried by a response of ``api_key``; 0 (NONE) is not counted."""
+        if code == 0:
+            return
+        key = (api_key, code)
+        child = self._error_children.get(key)
+        if child is None:
+            child = self.errors.labels(api_name(api_key), error_name(code))
+            self._error_children[key] = child
+        child.inc()
+
+    def produce_failed(self, topic: str, code: int) -> None:
+        self.failed_produce.labels(topic).inc()
+        self.count_error(ApiKey.PRODUCE, code)
+
+    def fetch_failed(self, topic: str, code: int) -> None:
+        self.failed_fetch.labels(topic).inc()
+        self.count_error(ApiKey.FETCH, code)
+
+    def count_isr_change(self, old: Iterable[int], new: Iterable[int]) -> None:
+        """A led partition's ISR went from ``old`` to ``new`` (either may be a no-op)."""
+        before, after = set(old), set(new)
+        if before - after:
+            self.isr_shrinks.inc()
+        if after - before:
+            self.isr_expands.inc()
+
+    def bind_partitions(
+        self, partitions: Callable[[], Iterable[Partition]], data_dir: Path
     ) -> None:
-        self.partition_count.set_function(partitions)
-        self.leader_count.set_function(leaders)
-        self.under_replicated.set_function(urp)
+        """Read the hosted partitions (and the data dir's disk) at scrape time."""
+        self.partition_count.set_function(lambda: sum(1 for _ in partitions()))
+        self.leader_count.set_function(lambda: sum(p.is_leader for p in partitions()))
+        self.under_replicated.set_function(
+            lambda: sum(p.is_leader and len(p.isr) < len(p.replicas) for p in partitions())
+        )
+        self.under_min_isr.set_function(
+            lambda: sum(
+                p.is_leader and len(p.isr) < p.config.min_insync_replicas for p in partitions()
+            )
+        )
+        self.logs.bind(partitions, data_dir)

@@ -20,6 +20,7 @@ from pafka.errors import (
 )
 from pafka.storage.log_manager import LogManager
 from services.broker.follower import FollowerManager
+from services.broker.isr import IsrChanged
 from services.broker.metadata_cache import MetadataCache
 from services.broker.partition import Partition
 
@@ -36,8 +37,10 @@ class ReplicaManager:
         metadata: MetadataCache,
         config_for: ConfigSource,
         followers: FollowerManager,
+        on_isr_change: IsrChanged | None = None,
     ) -> None:
         self.followers = followers
+        self.on_isr_change = on_isr_change
         self.broker_id = broker_id
         self.logs = logs
         self.metadata = metadata
@@ -65,9 +68,15 @@ class ReplicaManager:
                 log_ = self.logs.get_or_create(info.topic, info.partition, config.log_config())
                 partition = Partition(info.topic, info.partition, log_, config)
                 self.partitions[key] = partition
+            was_leading, isr_before = partition.is_leader, partition.isr
             if not partition.apply(info, self.broker_id):
                 errors[f"{info.topic}-{info.partition}"] = StaleControllerEpochError.code
                 continue
+            if was_leading and partition.is_leader and self.on_isr_change is not None:
+                # The controller changed the ISR of a partition this broker kept leading (it
+                # removed a dead follower): counted too, so a lost follower shows up as ISR
+                # churn whichever side notices it first.
+                self.on_isr_change(isr_before, partition.isr)
             if partition.is_leader or info.leader < 0:
                 self.followers.unfollow(info.topic, info.partition)
                 continue

@@ -182,7 +182,12 @@ class Controller:
         context = ControllerContext(epoch=epoch.epoch)
         self.context = context
         self.partitions = PartitionManager(
-            self.zk, self.settings.controller_id, epoch, context, self.send
+            self.zk,
+            self.settings.controller_id,
+            epoch,
+            context,
+            self.send,
+            on_election=self.metrics.count_election,
         )
         await self.partitions.load()
         for broker in context.brokers.values():

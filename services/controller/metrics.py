@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from pafka.build_info import register_build_info
+from pafka.cluster.election import Election
 from services.controller.context import ControllerContext
 
 
@@ -38,6 +40,27 @@ class ControllerMetrics:
             "Partitions not led by their preferred replica",
             registry=r,
         )
+        self.unclean_elections = Counter(
+            "kafka_controller_controllerstats_uncleanleaderelections",
+            "Leaders elected outside the ISR (unclean.leader.election.enable), data may be lost",
+            registry=r,
+        )
+        self.leader_elections = Counter(
+            "kafka_controller_controllerstats_leaderelections",
+            "Partitions given a new live leader (new topics, failures, moves)",
+            registry=r,
+        )
+        register_build_info(r, "controller")
+
+    def count_election(self, previous_leader: int | None, election: Election) -> None:
+        """An election this controller wrote; ``previous_leader`` is None for a new partition.
+        Only a change to a live leader is an election: ISR-only changes and going offline
+        are not."""
+        if election.leader < 0 or election.leader == previous_leader:
+            return
+        self.leader_elections.inc()
+        if election.unclean:
+            self.unclean_elections.inc()
 
     def bind(self, context: ControllerContext) -> None:
         self.offline.set_function(context.offline_count)

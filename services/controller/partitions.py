@@ -49,6 +49,8 @@ from services.controller.fencing import Epoch, Op, fenced_commit, op_create, op_
 log = logging.getLogger(__name__)
 
 Send = Callable[[int, Message], None]
+# Told of each written election, with the leader the partition had before (None: a new one).
+OnElection = Callable[[int | None, Election], None]
 
 
 class PartitionManager:
@@ -59,7 +61,9 @@ class PartitionManager:
         epoch: Epoch,
         context: ControllerContext,
         send: Send,
+        on_election: OnElection | None = None,
     ) -> None:
+        self.on_election = on_election
         self.zk = zk
         self.controller_id = controller_id
         self.epoch = epoch
@@ -378,9 +382,11 @@ class PartitionManager:
         if not decisions:
             return True
         states = {}
+        previous: dict[TopicPartition, int | None] = {}
         for tp, election in decisions.items():
             entry = self.ctx.partitions[tp]
             old = entry.state
+            previous[tp] = old.leader if old else None
             states[tp] = PartitionState(
                 leader=election.leader,
                 leader_epoch=(old.leader_epoch + 1) if old else 0,
@@ -401,6 +407,10 @@ class PartitionManager:
             entry.state = state
             # A create leaves version 0; a conditional set bumps it by one.
             entry.zk_version = entry.zk_version + 1 if entry.zk_version >= 0 else 0
+        if self.on_election is not None:
+            # Only once written: a decision lost to a concurrent change was no election.
+            for tp, election in decisions.items():
+                self.on_election(previous[tp], election)
         return True
 
     def _reread(self, zk: KazooClient, partitions: list[TopicPartition]) -> None:

@@ -8,12 +8,13 @@ through a task group and a memory stream, which cost more than the produce route
 from __future__ import annotations
 
 import time
-from importlib.metadata import version
 from typing import Any
 
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pafka.build_info import register_build_info
 
 
 class GatewayMetrics:
@@ -31,9 +32,7 @@ class GatewayMetrics:
             ["handler", "method"],
             registry=self.registry,
         )
-        Gauge(
-            "pafka_build_info", "pafka build", ["service", "version"], registry=self.registry
-        ).labels("gateway", version("pafka")).set(1)
+        register_build_info(self.registry, "gateway")
         # Label lookups hash and lock; the few combinations a gateway sees are kept here.
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 

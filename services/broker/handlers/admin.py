@@ -93,7 +93,9 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 )
             )
         except PafkaError as exc:
-            results.append(result_cls(name=t.name, error_code=exc.code, error_message=exc.message))
+            results.append(
+                result_cls(name=t.name, error_code=ctx.error(exc.code), error_message=exc.message)
+            )
     return cls(throttle_time_ms=0, topics=results)
 
 
@@ -116,7 +118,9 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             await _wait_for(_is_gone(ctx, name), request.timeout_ms)
             results.append(result_cls(name=name, error_code=0))
         except PafkaError as exc:
-            results.append(result_cls(name=name, error_code=exc.code, error_message=exc.message))
+            results.append(
+                result_cls(name=name, error_code=ctx.error(exc.code), error_message=exc.message)
+            )
     return cls(throttle_time_ms=0, responses=results)
 
 
@@ -138,7 +142,9 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
                 await _wait_for(_has_leaders(ctx, t.name, t.count), request.timeout_ms)
             results.append(result_cls(name=t.name, error_code=0))
         except PafkaError as exc:
-            results.append(result_cls(name=t.name, error_code=exc.code, error_message=exc.message))
+            results.append(
+                result_cls(name=t.name, error_code=ctx.error(exc.code), error_message=exc.message)
+            )
     return cls(throttle_time_ms=0, results=results)
 
 
@@ -184,7 +190,7 @@ async def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
         except PafkaError as exc:
             results.append(
                 result_cls(
-                    error_code=exc.code,
+                    error_code=ctx.error(exc.code),
                     error_message=exc.message,
                     resource_type=res.resource_type,
                     resource_name=res.resource_name,

@@ -47,7 +47,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             err = (
                 outcome if isinstance(outcome, PafkaError) else outcome[(t.name, p.partition_index)]
             )
-            code = error_code(err) if err is not None else 0
+            code = ctx.error(error_code(err)) if err is not None else 0
             parts.append(part_cls(partition_index=p.partition_index, error_code=code))
         topics.append(topic_cls(name=t.name, partitions=parts))
     return cls(throttle_time_ms=0, topics=topics)
@@ -64,7 +64,7 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         validate_group_id(request.group_id)
         found = await ctx.broker.group_offsets.fetch(request.group_id, requested)
     except PafkaError as exc:
-        code = error_code(exc)
+        code = ctx.error(error_code(exc))
         # Before v2 there is no top-level error: report it on every partition.
         topics = [
             topic_cls(

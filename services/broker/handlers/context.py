@@ -1,4 +1,9 @@
-"""What every API handler receives: the request header and the broker's parts."""
+"""What every API handler receives: the request header and the broker's parts.
+
+Handlers pass every error code they put in a response through :meth:`RequestContext.error`:
+they know their codes, so counting there costs nothing on success and needs no walk of the
+response.
+"""
 
 from __future__ import annotations
 
@@ -17,3 +22,9 @@ class RequestContext:
     client_id: str | None
     client_host: str
     broker: Broker
+
+    def error(self, code: int) -> int:
+        """Count an error code the response carries (Kafka's ErrorsPerSec), and return it for
+        the response field; 0 is not counted."""
+        self.broker.metrics.count_error(self.api_key, code)
+        return code

@@ -120,7 +120,7 @@ def _response(ctx: RequestContext, cls: Any, wanted: list[_PartitionFetch]) -> A
     for item in wanted:
         if item.error is not None or item.result is None:
             error = item.error or UnknownServerError()
-            ctx.broker.metrics.failed_fetch.labels(item.topic).inc()
+            ctx.broker.metrics.fetch_failed(item.topic, error.code)
             data = part_cls(
                 partition_index=item.index,
                 error_code=error.code,

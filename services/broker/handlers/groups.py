@@ -46,7 +46,7 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
             info = await ctx.broker.groups.find(key)
             found.append((key, 0, None, info.id, info.host, info.port))
         except PafkaError as exc:
-            found.append((key, error_code(exc), str(exc), -1, "", -1))
+            found.append((key, ctx.error(error_code(exc)), str(exc), -1, "", -1))
     if ctx.api_version >= 4:
         coordinators = [
             cls.Coordinator(key=k, node_id=n, host=h, port=p, error_code=e, error_message=m)
@@ -88,7 +88,7 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
             member_id = exc.member_id
         return cls(
             throttle_time_ms=0,
-            error_code=error_code(exc),
+            error_code=ctx.error(error_code(exc)),
             generation_id=-1,
             protocol_type=None,
             protocol_name=None if ctx.api_version >= 7 else "",
@@ -130,7 +130,7 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
             protocol_type, protocol = rt.meta.protocol_type, rt.meta.protocol
         code = 0
     except PafkaError as exc:
-        assignment, code = b"", error_code(exc)
+        assignment, code = b"", ctx.error(error_code(exc))
     return cls(
         throttle_time_ms=0,
         error_code=code,
@@ -152,7 +152,7 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
         )
         code = 0
     except PafkaError as exc:
-        code = error_code(exc)
+        code = ctx.error(error_code(exc))
     return cls(throttle_time_ms=0, error_code=code)
 
 
@@ -166,8 +166,8 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
         validate_group_id(request.group_id)
         outcomes = await ctx.broker.group_protocol.leave(request.group_id, leaving)
     except PafkaError as exc:
-        return cls(throttle_time_ms=0, error_code=error_code(exc), members=[])
-    codes = [error_code(e) if e is not None else 0 for e in outcomes]
+        return cls(throttle_time_ms=0, error_code=ctx.error(error_code(exc)), members=[])
+    codes = [ctx.error(error_code(e)) if e is not None else 0 for e in outcomes]
     members = [
         cls.MemberResponse(member_id=m, group_instance_id=i, error_code=c)
         for (m, i), c in zip(leaving, codes, strict=True)
@@ -182,7 +182,7 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     try:
         held = await ctx.broker.groups.list_groups()
     except PafkaError as exc:
-        return cls(throttle_time_ms=0, error_code=error_code(exc), groups=[])
+        return cls(throttle_time_ms=0, error_code=ctx.error(error_code(exc)), groups=[])
     groups = [
         cls.ListedGroup(
             group_id=rt.group_id,
@@ -205,7 +205,7 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
         except PafkaError as exc:
             described.append(
                 cls.DescribedGroup(
-                    error_code=error_code(exc),
+                    error_code=ctx.error(error_code(exc)),
                     error_message=str(exc),
                     group_id=group,
                     group_state="",
@@ -261,6 +261,6 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
             await ctx.broker.groups.delete(group)
             code = 0
         except PafkaError as exc:
-            code = error_code(exc)
+            code = ctx.error(error_code(exc))
         results.append(cls.DeletableGroupResult(group_id=group, error_code=code))
     return cls(throttle_time_ms=0, results=results)

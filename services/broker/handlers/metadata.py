@@ -41,20 +41,20 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
             assert topic_id is not None
             name = cache.topic_name(topic_id)
             if name is None:
-                topics.append(_topic_error(cls, None, topic_id, UnknownTopicIdError()))
+                topics.append(_topic_error(ctx, cls, None, topic_id, UnknownTopicIdError()))
                 continue
         assert name is not None
         try:
             validate_topic_name(name)
         except InvalidTopicError as exc:
-            topics.append(_topic_error(cls, name, None, exc))
+            topics.append(_topic_error(ctx, cls, name, None, exc))
             continue
         if name not in cache.topics:
             if allow_create and broker.settings.auto_create_topics:
                 await broker.auto_create_topic(name)
-                topics.append(_topic_error(cls, name, None, LeaderNotAvailableError()))
+                topics.append(_topic_error(ctx, cls, name, None, LeaderNotAvailableError()))
             else:
-                topics.append(_topic_error(cls, name, None, UnknownTopicOrPartitionError()))
+                topics.append(_topic_error(ctx, cls, name, None, UnknownTopicOrPartitionError()))
             continue
         topics.append(_topic(cls, ctx, name))
     return cls(
@@ -70,9 +70,11 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _topic_error(cls: Any, name: str | None, topic_id: uuid.UUID | None, exc: PafkaError) -> Any:
+def _topic_error(
+    ctx: RequestContext, cls: Any, name: str | None, topic_id: uuid.UUID | None, exc: PafkaError
+) -> Any:
     return cls.MetadataResponseTopic(
-        error_code=exc.code, name=name, topic_id=topic_id or NULL_UUID, partitions=[]
+        error_code=ctx.error(exc.code), name=name, topic_id=topic_id or NULL_UUID, partitions=[]
     )
 
 
@@ -85,7 +87,7 @@ def _topic(cls: Any, ctx: RequestContext, name: str) -> Any:
         error = LeaderNotAvailableError.code if info.leader < 0 or info.leader not in live else 0
         partitions.append(
             cls.MetadataResponseTopic.MetadataResponsePartition(
-                error_code=error,
+                error_code=ctx.error(error),
                 partition_index=index,
                 leader_id=info.leader,
                 leader_epoch=info.leader_epoch,

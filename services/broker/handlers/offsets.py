@@ -54,7 +54,9 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
                     )
                 )
             except PafkaError as exc:
-                parts.append(part_cls(partition_index=p.partition_index, error_code=exc.code))
+                parts.append(
+                    part_cls(partition_index=p.partition_index, error_code=ctx.error(exc.code))
+                )
         topics.append(topic_cls(name=t.name, partitions=parts))
     return cls(throttle_time_ms=0, topics=topics)
 
@@ -80,6 +82,6 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> A
                     )
                 )
             except PafkaError as exc:
-                parts.append(part_cls(error_code=exc.code, partition=p.partition))
+                parts.append(part_cls(error_code=ctx.error(exc.code), partition=p.partition))
         topics.append(topic_cls(topic=t.topic, partitions=parts))
     return cls(throttle_time_ms=0, topics=topics)

@@ -69,7 +69,7 @@ def _partition_response(
 ) -> Any:
     if isinstance(outcome, PafkaError):
         error = outcome if isinstance(outcome, KafkaApiError) else UnknownServerError(str(outcome))
-        broker.metrics.failed_produce.labels(name).inc()
+        broker.metrics.produce_failed(name, error.code)
         return part_cls(
             index=index, error_code=error.code, base_offset=-1, error_message=error.message
         )

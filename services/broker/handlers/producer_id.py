@@ -13,6 +13,6 @@ async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     if request.transactional_id is not None:
         # Transactions need a transaction coordinator, which pafka does not have.
-        return cls(throttle_time_ms=0, error_code=InvalidRequestError.code)
+        return cls(throttle_time_ms=0, error_code=ctx.error(InvalidRequestError.code))
     producer_id = await ctx.broker.producer_ids.next_id()
     return cls(throttle_time_ms=0, error_code=0, producer_id=producer_id, producer_epoch=0)
