@@ -61,8 +61,9 @@ def plan_batch(
         return 0, 0.0
     if rate_per_s is None:
         return min(max_batch, remaining), 0.0
-    # Record i is due at i / rate, so by elapsed_s the records 0..floor(elapsed_s * rate) are due.
-    due = min(count, math.floor(elapsed_s * rate_per_s) + 1)
+    # Record i is due at i / rate, so by elapsed_s the records 0..floor(elapsed_s * rate) are due;
+    # the epsilon keeps a wake-up at exactly i / rate from rounding down to i - 1.
+    due = min(count, math.floor(elapsed_s * rate_per_s + 1e-9) + 1)
     if due > sent:
         return min(max_batch, due - sent), 0.0
     return 0, max(0.0, sent / rate_per_s - elapsed_s)
