@@ -1,0 +1,216 @@
+"""The benchmark's peer systems against their real servers (Debian's redis-server, nats-server).
+
+Each system is started as the runner starts it: a child process on a free loopback port with its
+data under a workdir. Producers and consumers run through the ``ClientDriver`` in this process,
+on threads, so that two of each overlap as worker processes would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nats
+import psutil
+import pytest
+import redis
+
+from bench.compare import nats_jetstream, redis_streams
+from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Workload
+from pafka.errors import ConfigError
+
+MODULES = {"redis-streams": redis_streams, "nats-jetstream": nats_jetstream}
+DEFAULT_PORTS = {"redis-streams": 6379, "nats-jetstream": 4222}
+# A record that took longer than this end to end means the measurement is broken, not slow.
+SANE_LATENCY_US = 120_000_000
+
+
+@dataclass
+class Peer:
+    name: str
+    module: Any
+    system: Any
+    endpoint: Endpoint
+    workdir: Path
+
+    def driver(self) -> Any:
+        return self.module.ClientDriver()
+
+
+@pytest.fixture(scope="module", params=list(MODULES))
+def peer(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Peer]:
+    name = request.param
+    module = MODULES[name]
+    system = module.System()
+    system.install()
+    workdir = tmp_path_factory.mktemp(name)
+    endpoint = system.start(workdir, Workload(name="setup"))
+    try:
+        yield Peer(name, module, system, endpoint, workdir)
+    finally:
+        system.stop()
+
+
+class Recorder:
+    """A progress callback that remembers every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def __call__(self, records: int) -> None:
+        self.calls.append(records)
+
+    def check(self, records: int) -> None:
+        counts = [c for c in self.calls if c]
+        assert sum(counts) == records
+        # Chunks for the progress bar, not a call per record.
+        assert all(c >= 1000 for c in counts[:-1]), counts
+        assert len(counts) <= records // 1000 + 1
+
+
+def _run_workers(
+    peer: Peer, topic: str, workload: Workload, per_worker: int
+) -> tuple[list[ProduceStats], list[ConsumeStats], list[Recorder], list[Recorder]]:
+    producers = [Recorder() for _ in range(workload.producers)]
+    consumers = [Recorder() for _ in range(workload.consumers)]
+    driver = peer.driver()
+    with ThreadPoolExecutor(workload.producers + workload.consumers) as pool:
+        reading = [
+            pool.submit(driver.consume, peer.endpoint, topic, workload, w, per_worker, rec)
+            for w, rec in enumerate(consumers)
+        ]
+        writing = [
+            pool.submit(driver.produce, peer.endpoint, topic, workload, w, per_worker, rec)
+            for w, rec in enumerate(producers)
+        ]
+        produced = [f.result(timeout=120) for f in writing]
+        consumed = [f.result(timeout=120) for f in reading]
+    return produced, consumed, producers, consumers
+
+
+def test_server_is_our_own_child_with_its_data_in_the_workdir(peer: Peer) -> None:
+    (pid,) = peer.system.server_pids()
+    process = psutil.Process(pid)
+    assert process.ppid() == os.getpid()
+    port = int(peer.endpoint.address.rpartition(":")[2])
+    assert port != DEFAULT_PORTS[peer.name]
+    listening = {c.laddr.port for c in process.net_connections("tcp") if c.status == "LISTEN"}
+    assert port in listening
+    if peer.name == "redis-streams":
+        client = redis.Redis.from_url(f"redis://{peer.endpoint.address}")
+        try:
+            data_dir = client.config_get("dir")["dir"]
+        finally:
+            client.close()
+        assert Path(str(data_dir)) == (peer.workdir / "redis").resolve()
+    else:
+        assert str(peer.workdir.resolve()) in " ".join(process.cmdline())
+    assert peer.system.durability.startswith("RF 1")
+
+
+def test_produce_and_consume_a_few_thousand_records(peer: Peer) -> None:
+    workload = Workload(
+        name="round-trip", message_size_bytes=100, partitions=3, producers=2, consumers=2,
+        message_count=4000,
+    )  # fmt: skip
+    topic = "round-trip"
+    peer.system.create_stream(peer.endpoint, topic, workload)
+    per_worker = workload.message_count // 2
+    produced, consumed, producers, consumers = _run_workers(peer, topic, workload, per_worker)
+
+    for sent, recorder in zip(produced, producers, strict=True):
+        assert (sent.records, sent.bytes) == (per_worker, per_worker * 100)
+        assert sent.seconds > 0
+        recorder.check(per_worker)
+    for read, recorder in zip(consumed, consumers, strict=True):
+        assert (read.records, read.bytes) == (per_worker, per_worker * 100)
+        assert len(read.latencies_us) == per_worker
+        assert all(0 <= lat < SANE_LATENCY_US for lat in read.latencies_us)
+        assert recorder.calls[0] == 0  # ready before the first record
+        recorder.check(per_worker)
+    _check_server_side(peer, topic, workload.partitions, workload.message_count)
+
+
+def _check_server_side(peer: Peer, topic: str, partitions: int, total: int) -> None:
+    """Everything stored, spread over every partition, and acknowledged by the group."""
+    if peer.name == "redis-streams":
+        client = redis.Redis.from_url(f"redis://{peer.endpoint.address}")
+        try:
+            lengths = [client.xlen(s) for s in redis_streams.stream_names(topic, partitions)]
+            pending = [
+                client.xpending(s, redis_streams.GROUP)["pending"]
+                for s in redis_streams.stream_names(topic, partitions)
+            ]
+            config = client.config_get("append*")
+        finally:
+            client.close()
+        assert sum(lengths) == total and min(lengths) > 0
+        assert pending == [0] * partitions
+        assert (config["appendonly"], config["appendfsync"]) == ("yes", "everysec")
+        assert any((peer.workdir / "redis" / "appendonlydir").iterdir())
+        return
+    stream, consumer = asyncio.run(_jetstream_state(peer.endpoint.address, topic))
+    assert stream.state.messages == total
+    assert stream.config.storage == nats.js.api.StorageType.FILE
+    assert stream.config.num_replicas == 1
+    assert consumer.config.ack_policy == nats.js.api.AckPolicy.ALL
+    assert (consumer.num_pending, consumer.num_ack_pending) == (0, 0)
+    assert any((peer.workdir / "nats" / "jetstream").rglob("*.blk"))
+
+
+async def _jetstream_state(address: str, topic: str) -> tuple[Any, Any]:
+    nc = await nats.connect(address)
+    try:
+        js = nc.jetstream()
+        stream = await js.stream_info(topic)
+        consumer = await js.consumer_info(topic, nats_jetstream.DURABLE)
+        return stream, consumer
+    finally:
+        await nc.close()
+
+
+def test_a_paced_producer_keeps_to_its_share_of_the_rate(peer: Peer) -> None:
+    # Two producers share 2000 records/s: each sends 500 at 1000/s, so none finishes before
+    # its last record is due (a lower bound only; the machine may be slower, never faster).
+    workload = Workload(name="paced", partitions=1, producers=2, rate_per_s=2000.0)
+    topic = "paced"
+    peer.system.create_stream(peer.endpoint, topic, workload)
+    stats = peer.driver().produce(peer.endpoint, topic, workload, 1, 500, Recorder())
+    assert stats.records == 500
+    assert stats.seconds >= 499 / 1000.0
+
+
+def test_a_duration_stops_producers_and_consumers_drain(peer: Peer) -> None:
+    workload = Workload(
+        name="timed", partitions=2, message_count=10_000_000, duration_s=0.5, rate_per_s=2000.0
+    )
+    topic = "timed"
+    peer.system.create_stream(peer.endpoint, topic, workload)
+    (produced,), (consumed,), _, _ = _run_workers(peer, topic, workload, workload.message_count)
+    assert 0 < produced.records < workload.message_count
+    assert consumed.records == produced.records
+
+
+def test_stop_ends_the_server_and_a_restart_gets_a_fresh_one(peer: Peer, tmp_path: Path) -> None:
+    system = peer.module.System()
+    endpoint = system.start(tmp_path, Workload(name="restart"))
+    (pid,) = system.server_pids()
+    assert endpoint.address != peer.endpoint.address
+    system.stop()
+    assert system.server_pids() == []
+    assert not psutil.pid_exists(pid)
+    system.stop()  # idempotent
+
+
+def test_jetstream_refuses_a_topic_that_is_no_stream_name() -> None:
+    system = nats_jetstream.System()
+    endpoint = Endpoint(system="nats-jetstream", address="nats://127.0.0.1:1")
+    with pytest.raises(ConfigError, match="stream name"):
+        system.create_stream(endpoint, "a.b", Workload(name="bad"))
