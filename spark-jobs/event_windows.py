@@ -13,21 +13,28 @@ Run locally (the ``spark`` extra installed; a gateway on 127.0.0.1:8082)::
     .venv/bin/python spark-jobs/event_windows.py --gateway http://127.0.0.1:8082 \\
         --input events --output event-totals --checkpoint /tmp/event-windows
 
-Submit to Spark on Kubernetes (an image with pafka and the job at /opt/pafka, a service
-account ``pafka-spark`` from spark-jobs/kubernetes/rbac.yaml; the checkpoint on shared storage)::
+On Kubernetes it runs in the Spark job image (``docker build --target spark -t pafka-spark .``,
+which holds this file at /opt/pafka/spark-jobs/) with the chart's driver account
+(``--set spark.enabled=true``); the checkpoint must outlive the driver pod (shared storage).
+With the Kubeflow spark-operator installed, the chart submits it as a SparkApplication::
+
+    helm upgrade --install pafka charts/pafka -n pafka --set spark.enabled=true \\
+        --set spark.eventWindows.enabled=true \\
+        --set spark.eventWindows.checkpoint=s3a://bucket/checkpoints/event-windows
+
+The same submission with spark-submit (from the image: ``docker run pafka-spark spark-submit
+...``, or any Spark 4 distribution)::
 
     spark-submit --master k8s://https://$KUBERNETES_API:6443 --deploy-mode cluster \\
         --name pafka-event-windows \\
         --conf spark.kubernetes.namespace=pafka \\
-        --conf spark.kubernetes.container.image=pafka:latest \\
+        --conf spark.kubernetes.container.image=pafka-spark:0.1.0 \\
         --conf spark.kubernetes.authenticate.driver.serviceAccountName=pafka-spark \\
         --conf spark.executor.instances=2 \\
         local:///opt/pafka/spark-jobs/event_windows.py \\
-        --gateway http://pafka-gateway:8082 --input events --output event-totals \\
+        --gateway http://pafka-gateway.pafka.svc.cluster.local:8082 \\
+        --input events --output event-totals \\
         --checkpoint s3a://bucket/checkpoints/event-windows
-
-With the Kubeflow spark-operator instead:
-``kubectl apply -f spark-jobs/kubernetes/event-windows.yaml``.
 """
 
 from __future__ import annotations
