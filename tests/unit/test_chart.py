@@ -19,6 +19,7 @@ from typing import Any
 
 import helm_python as helm
 import kubernetes_validate
+import promql_parser
 import pytest
 import yaml
 
@@ -26,6 +27,7 @@ from pafka.cli.main import build_parser
 from services.broker import broker as broker_module
 from services.broker.metrics import BrokerMetrics
 from services.broker.settings import BrokerSettings
+from services.controller.cluster_view import ClusterViewCollector
 from services.controller.metrics import ControllerMetrics
 from services.controller.settings import ControllerSettings
 from services.gateway.metrics import GatewayMetrics
@@ -477,32 +479,49 @@ def test_notes_give_endpoints_and_a_port_forward_example() -> None:
 
 def exported_metric_names() -> set[str]:
     """Sample names the services' registries expose (counters with _total, histograms with
-    _bucket/_sum/_count), read from the metric objects themselves."""
+    _bucket/_sum/_count), read from the metric objects themselves; the active controller's
+    cluster view (no series until it is active) from its collector's declared families."""
     names: set[str] = set()
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
-    for registry in (
-        BrokerMetrics().registry,
-        ControllerMetrics().registry,
-        GatewayMetrics().registry,
-    ):
-        for family in registry.collect():
-            names.update(family.name + s for s in suffixes.get(family.type, ("",)))
+    families = [
+        *BrokerMetrics().registry.collect(),
+        *ControllerMetrics().registry.collect(),
+        *GatewayMetrics().registry.collect(),
+        *ClusterViewCollector().describe(),
+    ]
+    for family in families:
+        names.update(family.name + s for s in suffixes.get(family.type, ("",)))
     return names
 
 
-KUBELET_METRICS = {"kubelet_volume_stats_available_bytes", "kubelet_volume_stats_capacity_bytes"}
-PROMQL_WORDS = {
-    "sum", "max", "min", "avg", "by", "on", "rate", "histogram_quantile", "le", "without",
-    "count", "ignoring", "bool", "and", "or", "unless",
-}  # fmt: skip
+# Grafana's variables, replaced by values of their kind so that a query parses as PromQL.
+GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$namespace": "data"}
 
 
 def metric_names(expr: str) -> set[str]:
-    expr = re.sub(r"\{[^}]*\}", "", expr)  # label matchers
-    expr = re.sub(r"\[[^\]]*\]", "", expr)  # range selectors
-    expr = re.sub(r"\b(by|on|without|ignoring)\s*\([^)]*\)", "", expr)  # grouping labels
-    words = set(re.findall(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr))
-    return {w for w in words if w not in PROMQL_WORDS and not w.startswith("__")}
+    """The metrics a PromQL expression selects, read from its syntax tree (parsing it proves
+    it is valid PromQL: a syntax error raises)."""
+    for variable, value in GRAFANA_VARIABLES.items():
+        expr = expr.replace(variable, value)
+    names: set[str] = set()
+
+    def visit(node: Any) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            assert node.name, f"a selector without a metric name in {expr!r}"
+            names.add(node.name)
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return names
+
+
+def test_metric_names_are_read_from_valid_promql_only() -> None:
+    expr = (
+        'histogram_quantile(0.99, sum by (le, pod) (rate(a_bucket{namespace="$namespace"}'
+        "[$__rate_interval]))) * on (pod) group_left b and deriv(sum(c)[10m:1m]) > 0"
+    )
+    assert metric_names(expr) == {"a_bucket", "b", "c"}
+    with pytest.raises(ValueError):
+        metric_names("sum(rate(a[5m])")
 
 
 def test_service_monitor_scrapes_every_service() -> None:
@@ -529,15 +548,20 @@ def test_alert_rules_use_exported_metrics() -> None:
         "PafkaUnderReplicatedPartitions",
         "PafkaOfflinePartitions",
         "PafkaActiveControllerCount",
+        "PafkaUnderMinIsrPartitions",
         "PafkaBrokerDiskNearlyFull",
+        "PafkaConsumerLagGrowing",
     } <= alerts.keys()
-    exported = exported_metric_names() | KUBELET_METRICS
+    exported = exported_metric_names()
     for name, alert in alerts.items():
         used = metric_names(alert["expr"])
         assert used and used <= exported, (name, used - exported)
         assert 'namespace="data"' in alert["expr"], name
         # Prometheus' own templates survive Helm's rendering.
         assert "{{ $" in alert["annotations"]["description"], name
+    lag = alerts["PafkaConsumerLagGrowing"]
+    assert "deriv(" in lag["expr"] and "> 1000" in lag["expr"] and lag["for"] == "15m"
+    assert "< 0.1" in alerts["PafkaBrokerDiskNearlyFull"]["expr"]
 
 
 def test_grafana_dashboard_is_valid_and_queries_exported_metrics() -> None:
@@ -572,8 +596,18 @@ def test_grafana_dashboard_is_valid_and_queries_exported_metrics() -> None:
         "pafka_broker_request_duration_seconds_bucket",
         "http_requests_total",
         "http_request_duration_seconds_bucket",
+        "kafka_consumergroup_lag_sum",
+        "kafka_server_replicamanager_isrshrinks_total",
+        "kafka_server_replicamanager_isrexpands_total",
+        "kafka_server_replicamanager_underminisrpartitioncount",
+        "pafka_broker_log_dir_free_bytes",
     ):
         assert needed in used, needed
+    # Grafana's label_values(metric, label) is not PromQL: its metric is checked on its own.
+    variables = dashboard["templating"]["list"]
+    for query in (v["definition"] for v in variables if v["type"] == "query"):
+        found = re.fullmatch(r"label_values\((\w+), *\w+\)", query)
+        assert found and found[1] in exported, query
 
 
 # ---- values and their schema -----------------------------------------------------------------
@@ -627,6 +661,8 @@ BAD_VALUES = {
     "topic without name": {"provisioning": {"topics": [{"partitions": 3}]}},
     "zero partitions": {"provisioning": {"topics": [{"name": "t", "partitions": 0}]}},
     "bad disk ratio": {"metrics": {"prometheusRule": {"diskFreeRatio": 1.5}}},
+    "negative lag threshold": {"metrics": {"prometheusRule": {"consumerLagThreshold": -1}}},
+    "bad lag duration": {"metrics": {"prometheusRule": {"consumerLagFor": "a while"}}},
     "bad scrape interval": {"metrics": {"serviceMonitor": {"interval": "often"}}},
     "bad memory quantity": {"broker": {"resources": {"limits": {"memory": "lots"}}}},
 }
