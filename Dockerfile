@@ -1,7 +1,12 @@
 # syntax=docker/dockerfile:1
-# One image for every pafka service; the command picks which one runs:
-#   docker run IMAGE broker | controller | gateway   (configured by PAFKA_<SERVICE>_* variables)
-# The chart (charts/pafka) sets the command per component.
+# Two images from one file:
+#   docker build -t pafka .                        the services (default target, `runtime`):
+#     docker run IMAGE broker | controller | gateway   (configured by PAFKA_<SERVICE>_* variables)
+#     The chart (charts/pafka) sets the command per component.
+#   docker build --target spark -t pafka-spark .   Spark jobs: Java 17, pyspark, the pafka
+#     connector and spark-jobs/ at /opt/pafka/spark-jobs, with the driver/executor entrypoint
+#     Spark on Kubernetes expects (pafka/spark/entrypoint.py). See the README's Spark section.
+# The service stage stays last, so a build without --target gives the service image.
 
 ARG PYTHON_IMAGE=python:3.11.11-slim-bookworm
 
@@ -20,7 +25,47 @@ COPY services ./services
 RUN /opt/pafka/bin/pip install --no-compile . \
     && /opt/pafka/bin/python -m compileall -q /opt/pafka/lib
 
+# --- spark-build: the same virtualenv plus the spark extra (pyspark and its SQL deps) --------
+FROM build AS spark-build
+RUN /opt/pafka/bin/pip install --no-cache-dir --no-compile ".[spark]" \
+    && /opt/pafka/bin/python -m compileall -q /opt/pafka/lib
+
+# --- spark: the Spark job image (driver and executors), Java 17 from Debian -----------------
+FROM ${PYTHON_IMAGE} AS spark
+LABEL org.opencontainers.image.title="pafka-spark" \
+      org.opencontainers.image.description="Spark jobs on pafka: pyspark, the pafka connector, spark-jobs/"
+# openjdk's postinst links its man pages, whose directory the slim base leaves out; tini runs
+# as PID 1 and reaps the Python workers the JVM may leave behind.
+RUN mkdir -p /usr/share/man/man1 \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=spark-build /opt/pafka /opt/pafka
+COPY spark-jobs /opt/pafka/spark-jobs
+# SPARK_HOME is a directory of its own, pointing into the pip package, so that Spark's mounts
+# (conf/ for the driver's properties) and work-dir/ stay outside site-packages.
+RUN groupadd --system --gid 10001 pafka \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /opt/spark/work-dir --no-create-home pafka \
+    && pyspark_dir="$(/opt/pafka/bin/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" \
+    && mkdir -p /opt/spark/conf /opt/spark/work-dir \
+    && ln -s "$pyspark_dir/bin" "$pyspark_dir/jars" "$pyspark_dir/python" "$pyspark_dir/sbin" /opt/spark/ \
+    && chown 10001:10001 /opt/spark/work-dir \
+    && java -version
+ENV PATH=/opt/pafka/bin:/opt/spark/bin:$PATH \
+    SPARK_HOME=/opt/spark \
+    PYSPARK_PYTHON=/opt/pafka/bin/python \
+    PYSPARK_DRIVER_PYTHON=/opt/pafka/bin/python \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /opt/spark/work-dir
+USER 10001:10001
+# Spark on Kubernetes starts pods with the arguments `driver ...` or `executor`; anything else
+# runs as given (spark-submit, python /opt/pafka/spark-jobs/JOB.py ...).
+ENTRYPOINT ["/usr/bin/tini", "--", "/opt/pafka/bin/python", "-m", "pafka.spark.entrypoint"]
+CMD ["spark-submit", "--version"]
+
 # --- runtime: the virtualenv on a clean slim base, run as an unprivileged numeric user ------
+# (last, so that the default target is the service image)
 FROM ${PYTHON_IMAGE} AS runtime
 LABEL org.opencontainers.image.title="pafka" \
       org.opencontainers.image.description="Kafka-style commit log: broker, controller and REST gateway"

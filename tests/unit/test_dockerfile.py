@@ -1,4 +1,8 @@
-"""The image's Dockerfile, checked as hadolint would (its rule ids in the test names).
+"""The Dockerfile, checked as hadolint would (its rule ids in the test names).
+
+It builds two images: the services (the default target, ``runtime``, the last stage) and the
+Spark job image (``--target spark``). Every final stage (one no other stage builds on) gets the
+same rules: pinned base, numeric non-root user, exec-form entrypoint, no compilers.
 
 There is no Docker engine here, so the file is parsed: instructions joined across line
 continuations, ``ARG`` defaults substituted into ``FROM``, then each rule checked per stage.
@@ -15,10 +19,15 @@ from pathlib import Path
 import pytest
 
 from pafka.cli.main import build_parser
+from pafka.spark import entrypoint
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 SERVICES = ("broker", "controller", "gateway")
+TARGETS = ("runtime", "spark")  # the images; the last one is what a plain `docker build` gives
+# Debian packages a final stage may install: what the Spark image runs on, nothing to build with.
+RUNTIME_PACKAGES = {"openjdk-17-jre-headless", "tini"}
+COMPILERS = ("gcc", "g++", "clang", "build-essential", "make ", "cmake", "-dev ", "rustc", "cargo")
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,24 @@ def stages() -> list[Stage]:
     return parse(DOCKERFILE.read_text())[1]
 
 
+def final_stages(stages: list[Stage]) -> list[Stage]:
+    """Stages no other stage starts from or copies from: the images the file builds."""
+    used = {s.base for s in stages} | {
+        m[1] for s in stages for c in s.of("COPY") if (m := re.search(r"--from=(\S+)", c.args))
+    }
+    return [s for s in stages if s.name not in used]
+
+
+def named(stages: list[Stage], name: str) -> Stage:
+    (found,) = [s for s in stages if s.name == name]
+    return found
+
+
+def test_the_images_and_the_default_target(stages: list[Stage]) -> None:
+    assert sorted(s.name or "" for s in final_stages(stages)) == sorted(TARGETS)
+    assert stages[-1].name == "runtime", "a build without --target must give the service image"
+
+
 def exec_form(args: str) -> list[str] | None:
     try:
         value = json.loads(args)
@@ -119,19 +146,25 @@ def test_every_base_is_pinned_to_a_full_version(stages: list[Stage], rule: str) 
 
 
 @pytest.mark.parametrize("rule", ["DL3002"])
-def test_final_stage_runs_as_a_numeric_non_root_user(stages: list[Stage], rule: str) -> None:
-    users = stages[-1].of("USER")
-    assert users, f"{rule}: the final stage sets no USER"
+@pytest.mark.parametrize("target", TARGETS)
+def test_final_stage_runs_as_a_numeric_non_root_user(
+    stages: list[Stage], rule: str, target: str
+) -> None:
+    final = named(stages, target)
+    users = final.of("USER")
+    assert users, f"{rule}: {target} sets no USER"
     last = users[-1]
     uid, _, gid = last.args.partition(":")
     assert uid.isdigit() and int(uid) > 0, f"{rule}: USER {last.args} is not a numeric non-root uid"
     assert not gid or (gid.isdigit() and int(gid) > 0), last.args
-    later = stages[-1].instructions[stages[-1].instructions.index(last) :]
+    later = final.instructions[final.instructions.index(last) :]
     assert not [i for i in later if i.keyword == "RUN"], "RUN after USER runs as the service user"
+    # The user exists in the image: Java (Hadoop's login) fails for a uid without a name.
+    assert any(f"--uid {uid}" in run for run in run_commands(final)), target
 
 
 def test_entrypoint_and_cmd_are_exec_form_and_start_a_service(stages: list[Stage]) -> None:
-    final = stages[-1]
+    final = named(stages, "runtime")
     (entrypoint,) = final.of("ENTRYPOINT")
     (cmd,) = final.of("CMD")
     entry_words, cmd_words = exec_form(entrypoint.args), exec_form(cmd.args)
@@ -144,10 +177,66 @@ def test_entrypoint_and_cmd_are_exec_form_and_start_a_service(stages: list[Stage
         assert exited.value.code == 0
 
 
-def test_no_build_tools_or_package_installs_in_the_final_stage(stages: list[Stage]) -> None:
-    final = " ".join(run_commands(stages[-1]))
-    for tool in ("gcc", "build-essential", "make ", "pip install", "apt-get install", "apk add"):
-        assert tool not in final, f"the final stage installs {tool.strip()}"
+def apt_packages(command: str) -> set[str]:
+    """Packages an ``apt-get install`` names (options and shell words left out)."""
+    words = shlex.split(command.replace("&&", " && "))
+    packages: set[str] = set()
+    for i, word in enumerate(words):
+        if word == "install" and i and words[i - 1] == "apt-get":
+            for name in words[i + 1 :]:
+                if name in ("&&", "||", ";"):
+                    break
+                if not name.startswith("-"):
+                    packages.add(name.split("=")[0])
+    return packages
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_no_build_tools_or_package_installs_in_the_final_stage(
+    stages: list[Stage], target: str
+) -> None:
+    final = named(stages, target)
+    commands = " ".join(run_commands(final)) + " "
+    for tool in (*COMPILERS, "pip install", "apk add"):
+        assert tool not in commands, f"{target} installs {tool.strip()}"
+    installed = set().union(*(apt_packages(c) for c in run_commands(final)))
+    assert installed <= RUNTIME_PACKAGES, f"{target} installs {installed - RUNTIME_PACKAGES}"
+    if target == "runtime":
+        assert not installed, "the service image needs no Debian packages"
+
+
+def test_spark_image_runs_jobs_on_kubernetes(stages: list[Stage]) -> None:
+    spark = named(stages, "spark")
+    # Java 17 from Debian, pyspark and the connector from the spark extra, in one virtualenv.
+    installs = " ".join(run_commands(spark))
+    assert "openjdk-17-jre-headless" in apt_packages(installs)
+    builds = [s for s in stages if s.name == "spark-build"]
+    assert builds and any('".[spark]"' in c for c in run_commands(builds[0]))
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r"^spark = \[.*pyspark", pyproject, re.M)
+    (venv,) = [c.args.split() for c in spark.of("COPY") if "--from=spark-build" in c.args]
+    assert venv[1:] == ["/opt/pafka", "/opt/pafka"]
+
+    # spark-jobs/ at a fixed path (the chart's SparkApplications name files under it).
+    (jobs,) = [c.args.split() for c in spark.of("COPY") if c.args.startswith("spark-jobs")]
+    assert jobs == ["spark-jobs", "/opt/pafka/spark-jobs"]
+    env = " ".join(i.args for i in spark.of("ENV"))
+    assert "SPARK_HOME=/opt/spark" in env
+    assert "PYSPARK_PYTHON=/opt/pafka/bin/python" in env
+    assert "PYSPARK_DRIVER_PYTHON=/opt/pafka/bin/python" in env
+    assert "/opt/spark/conf" in installs, "the mount point of the driver's properties"
+
+    # Exec form, PID 1 is tini, then the module that answers Spark's `driver` / `executor`.
+    (entry,) = spark.of("ENTRYPOINT")
+    words = exec_form(entry.args)
+    assert words is not None, f"DL3025: ENTRYPOINT {entry.args}"
+    assert words[:2] == ["/usr/bin/tini", "--"]
+    assert apt_packages(installs) >= {"tini"}
+    assert words[2:] == ["/opt/pafka/bin/python", "-m", entrypoint.__name__]
+    (cmd,) = spark.of("CMD")
+    cmd_words = exec_form(cmd.args)
+    assert cmd_words is not None, f"DL3025: CMD {cmd.args}"
+    assert entrypoint.command(cmd_words, {}) == cmd_words
 
 
 @pytest.mark.parametrize("rule", ["DL3008", "DL3009", "DL3015", "DL3005"])
@@ -187,6 +276,9 @@ def test_run_hygiene(stages: list[Stage]) -> None:
 
 
 def test_copied_sources_exist_and_survive_dockerignore(stages: list[Stage]) -> None:
+    # The service image gets pafka/ and services/; spark-jobs/ goes only into the spark image.
+    runtime_build = " ".join(c.args for c in named(stages, "build").of("COPY"))
+    assert "spark-jobs" not in runtime_build
     ignore = (ROOT / ".dockerignore").read_text().split()
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
     assert "**" in ignore, ".dockerignore should exclude everything not named"

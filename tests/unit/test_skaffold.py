@@ -1,6 +1,8 @@
 """skaffold.yaml, checked against the chart it deploys (no skaffold binary or cluster here):
 the built image reaches the chart's image values, the dev profile's values pass the chart's
-schema and render, and the port-forwards name Services and ports the chart creates."""
+schema and render, and the port-forwards name Services and ports the chart creates. The spark
+profile adds the Spark job image (a final stage of the Dockerfile), alone or with dev, and it
+reaches the chart's Spark objects."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import helm_python as helm
 import pytest
 import yaml
 
+from tests.unit.test_dockerfile import final_stages, parse
+
 ROOT = Path(__file__).resolve().parents[2]
 SKAFFOLD = yaml.safe_load((ROOT / "skaffold.yaml").read_text())
 
@@ -22,10 +26,11 @@ def profile(name: str) -> dict[str, Any]:
     return found
 
 
-def with_profile(name: str | None) -> dict[str, Any]:
-    """The config as skaffold sees it with the profile on (its patches are JSON-patch adds)."""
+def with_profile(name: str | None, *more: str) -> dict[str, Any]:
+    """The config as skaffold sees it with the profiles on (their patches are JSON-patch adds)."""
     config = copy.deepcopy(SKAFFOLD)
-    for patch in profile(name)["patches"] if name else []:
+    names = [n for n in (name, *more) if n]
+    for patch in [p for n in names for p in profile(n)["patches"]]:
         assert patch["op"] == "add", patch
         *parents, leaf = patch["path"].strip("/").split("/")
         node: Any = config
@@ -97,3 +102,45 @@ def test_release_renders_with_the_built_image(profile_name: str | None) -> None:
 
 def test_dev_profile_runs_with_skaffold_dev() -> None:
     assert {"command": "dev"} in profile("dev")["activation"]
+
+
+def template_name(image: str) -> str:
+    """How skaffold names an artifact in its templates: other characters become underscores."""
+    return re.sub(r"[^A-Za-z0-9]", "_", image)
+
+
+@pytest.mark.parametrize("others", [(), ("dev",)])
+def test_spark_profile_builds_the_job_image_for_the_chart(others: tuple[str, ...]) -> None:
+    config = with_profile("spark", *others)
+    images = {a["image"]: a for a in config["build"]["artifacts"]}
+    assert set(images) == {"pafka", "pafka-spark"}
+    spark = images["pafka-spark"]
+    assert spark["docker"]["target"] == "spark"
+    assert "target" not in images["pafka"]["docker"], "the services come from the default target"
+    stages = parse((ROOT / spark["context"] / spark["docker"]["dockerfile"]).read_text())[1]
+    assert "spark" in [s.name for s in final_stages(stages)]
+
+    (release,) = config["deploy"]["helm"]["releases"]
+    templates = release["setValueTemplates"]
+    name = template_name("pafka-spark")
+    assert templates["spark.image.repository"] == f"{{{{.IMAGE_REPO_{name}}}}}"
+    assert templates["spark.image.tag"] == f"{{{{.IMAGE_TAG_{name}}}}}"
+    # What skaffold would substitute, plus a job to see the image in.
+    rendered = {
+        "spark.image.repository": "registry.test/pafka-spark",
+        "spark.image.tag": "abc1234",
+        "spark.enabled": yaml.safe_load(templates["spark.enabled"]),
+        "spark.topicToParquet.enabled": True,
+        "spark.topicToParquet.output": "s3a://bucket/out",
+    }
+    values = nested({**release.get("setValues", {}), **rendered})
+    if others:
+        assert values["zookeeper"]["replicaCount"] == 1, "the dev profile's values survive"
+    with helm.Chart.load(ROOT / release["chartPath"]) as chart:
+        chart.validate_schema(values)
+        out = chart.render(values, name=release["name"], namespace=release["namespace"])
+    manifests = [t for path, t in out.items() if not path.endswith("NOTES.txt")]
+    docs = [d for t in manifests for d in yaml.safe_load_all(t) if isinstance(d, dict)]
+    (app,) = [d for d in docs if d["kind"] == "SparkApplication"]
+    assert app["spec"]["image"] == "registry.test/pafka-spark:abc1234"
+    assert any(d["kind"] == "RoleBinding" for d in docs)
