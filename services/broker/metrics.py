@@ -26,22 +26,8 @@ if TYPE_CHECKING:
 # Kafka requests take from well under a millisecond (metadata, a produce with acks=1) to a
 # long-poll fetch's max wait or an acks=all produce's replication timeout (seconds).
 REQUEST_SECONDS_BUCKETS = (
-    0.0005,
-    0.001,
-    0.0025,
-    0.005,
-    0.01,
-    0.025,
-    0.05,
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-)
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
 
 
 class BrokerMetrics:
