@@ -119,39 +119,50 @@ class ChildServer:
 
 
 class PeerSystem:
-    """What each peer ``System`` shares: install from Debian, one child server, pids, stop."""
+    """What each peer ``System`` shares: install from Debian, child servers, pids, stop."""
 
     binary: ClassVar[str]
     package: ClassVar[str]
 
     def __init__(self) -> None:
-        self._server: ChildServer | None = None
+        self._servers: list[ChildServer] = []
 
     def install(self) -> None:
         ensure_debian_package(self.binary, self.package)
 
-    def _prepare(self, data_dir: Path) -> tuple[Path, int]:
-        """The server's data directory (created, absolute) and a free loopback port for it."""
+    def _prepare(self, data_dir: Path, ports: int = 1) -> tuple[Path, list[int]]:
+        """A server's data directory (created, absolute) and ``ports`` distinct free ports."""
+        if self._servers:
+            raise PafkaError(f"{self.binary} is already started; stop it first")
         data_dir = data_dir.resolve()
         data_dir.mkdir(parents=True, exist_ok=True)
-        return data_dir, free_port()
+        chosen: list[int] = []
+        while len(chosen) < ports:
+            port = free_port()
+            if port not in chosen:
+                chosen.append(port)
+        return data_dir, chosen
 
     def _launch(self, args: list[str], log_path: Path, ready: Callable[[int], bool]) -> None:
-        """Start ``binary args`` as our child; ``ready(pid)`` says when it answers as itself."""
-        if self._server is not None:
-            raise PafkaError(f"{self.binary} is already started; stop it first")
+        """Start ``binary args`` as our child; ``ready(pid)`` says when it answers as itself.
+
+        A server that fails to start stops the ones already started.
+        """
         server = ChildServer(self.binary, [self.installed_binary(), *args], log_path)
-        server.start(lambda: ready(server.pid or 0))
-        self._server = server
+        try:
+            server.start(lambda: ready(server.pid or 0))
+        except BaseException:
+            self.stop()
+            raise
+        self._servers.append(server)
 
     def installed_binary(self) -> str:
         return ensure_debian_package(self.binary, self.package)
 
     def server_pids(self) -> list[int]:
-        pid = None if self._server is None else self._server.pid
-        return [] if pid is None else [pid]
+        return [pid for pid in (s.pid for s in self._servers) if pid is not None]
 
     def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
+        servers, self._servers = self._servers, []
+        for server in reversed(servers):
             server.stop()

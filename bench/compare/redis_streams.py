@@ -132,7 +132,7 @@ class RedisStreamsSystem(PeerSystem):
     package = "redis-server"
 
     def start(self, workdir: Path, workload: Workload) -> Endpoint:
-        data_dir, port = self._prepare(workdir / "redis")
+        data_dir, (port,) = self._prepare(workdir / "redis")
         config = data_dir / "redis.conf"
         config.write_text(render_config(port, data_dir, data_dir / "redis.log"))
         address = f"127.0.0.1:{port}"

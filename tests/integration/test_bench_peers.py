@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import psutil
 import pytest
 import redis
 
-from bench.compare import nats_jetstream, redis_streams
+from bench.compare import nats_jetstream, nats_server, redis_streams
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Workload
 from pafka.errors import ConfigError
 
@@ -166,11 +167,11 @@ def _check_server_side(peer: Peer, topic: str, partitions: int, total: int) -> N
 
 
 async def _jetstream_state(address: str, topic: str) -> tuple[Any, Any]:
-    nc = await nats.connect(address)
+    nc = await nats.connect(nats_server.server_urls(address))
     try:
         js = nc.jetstream()
         stream = await js.stream_info(topic)
-        consumer = await js.consumer_info(topic, nats_jetstream.DURABLE)
+        consumer = await js.consumer_info(topic, nats_server.DURABLE)
         return stream, consumer
     finally:
         await nc.close()
@@ -207,6 +208,42 @@ def test_stop_ends_the_server_and_a_restart_gets_a_fresh_one(peer: Peer, tmp_pat
     assert system.server_pids() == []
     assert not psutil.pid_exists(pid)
     system.stop()  # idempotent
+
+
+def test_rendered_nats_configs_are_accepted_by_nats_server(tmp_path: Path) -> None:
+    binary = nats_server.JetStreamSystem().installed_binary()
+    route = nats_server.ClusterRoute("bench-c", 6300, (6301, 6302))
+    for config in (
+        nats_server.render_config("solo", 4300, tmp_path / "solo"),
+        nats_server.render_config("bench-c-0", 4301, tmp_path / "node 0", route),
+    ):
+        path = tmp_path / "nats.conf"
+        path.write_text(config)
+        checked = subprocess.run(
+            [binary, "-c", str(path), "-t"], capture_output=True, text=True, timeout=30
+        )
+        assert checked.returncode == 0, checked.stderr + checked.stdout
+
+
+def test_jetstream_with_three_replicas_runs_a_three_node_cluster(tmp_path: Path) -> None:
+    workload = Workload(name="rf3", partitions=2, replication_factor=3, message_count=2000)
+    system = nats_jetstream.System()
+    endpoint = system.start(tmp_path, workload)
+    try:
+        assert len(system.server_pids()) == 3
+        assert len(nats_server.server_urls(endpoint.address)) == 3
+        system.create_stream(endpoint, "rf3", workload)
+        peer = Peer("nats-jetstream", nats_jetstream, system, endpoint, tmp_path)
+        (produced,), (consumed,), _, _ = _run_workers(peer, "rf3", workload, 2000)
+        assert produced.records == consumed.records == 2000
+        stream, consumer = asyncio.run(_jetstream_state(endpoint.address, "rf3"))
+        assert stream.config.num_replicas == 3
+        assert stream.cluster is not None and len(stream.cluster.replicas or []) == 2
+        assert stream.state.messages == 2000
+        assert (consumer.num_pending, consumer.num_ack_pending) == (0, 0)
+    finally:
+        system.stop()
+    assert system.server_pids() == []
 
 
 def test_jetstream_refuses_a_topic_that_is_no_stream_name() -> None:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bench.compare import client_loop, nats_jetstream, peer_server, redis_streams
+from bench.compare import client_loop, nats_jetstream, nats_server, peer_server, redis_streams
 from bench.compare.client_loop import (
     ChunkedProgress,
     ConsumeTally,
@@ -48,17 +48,41 @@ def test_redis_config_is_loopback_everysec_aof_without_snapshots() -> None:
 
 
 def test_nats_config_is_loopback_jetstream_with_the_store_under_the_workdir() -> None:
-    config = nats_jetstream.render_config("pafka-bench-1", 4333, Path('/w "x"/js'))
+    config = nats_server.render_config("pafka-bench-1", 4333, Path('/w "x"/js'))
     assert 'server_name: "pafka-bench-1"' in config
     assert 'host: "127.0.0.1"' in config
     assert re.search(r"^port: 4333$", config, re.MULTILINE)
     # The store path is a JSON string, so quotes in it are escaped, not closing the value.
     assert 'store_dir: "/w \\"x\\"/js"' in config
-    assert f"max_file_store: {nats_jetstream.MAX_FILE_STORE_BYTES}" in config
+    assert f"max_file_store: {nats_server.MAX_FILE_STORE_BYTES}" in config
+
+
+def test_nats_cluster_nodes_route_to_every_other_node() -> None:
+    route = nats_server.ClusterRoute("bench-c", 6300, (6301, 6302))
+    config = nats_server.render_config("bench-c-0", 4300, Path("/js/0"), route)
+    cluster = config[config.index("cluster {") :]
+    assert 'name: "bench-c"' in cluster
+    assert re.search(r"^  port: 6300$", cluster, re.MULTILINE)
+    assert 'routes: ["nats-route://127.0.0.1:6301", "nats-route://127.0.0.1:6302"]' in cluster
+    assert "cluster {" not in nats_server.render_config("solo", 4300, Path("/js"))
+
+
+def test_one_node_per_replica_within_bounds() -> None:
+    assert [nats_server.node_count(rf) for rf in (1, 3)] == [1, 3]
+    for bad in (0, nats_server.MAX_NODES + 1):
+        with pytest.raises(ConfigError, match="replication factor"):
+            nats_server.node_count(bad)
+
+
+def test_nats_addresses_are_comma_separated_urls() -> None:
+    assert nats_server.server_urls("nats://a:1,nats://b:2") == ["nats://a:1", "nats://b:2"]
+    for bad in ("", "a:1", "nats://a:1,redis://b:2"):
+        with pytest.raises(ConfigError):
+            nats_server.server_urls(bad)
 
 
 def test_durability_lines_say_replication_and_fsync() -> None:
-    for line in (redis_streams.DURABILITY, nats_jetstream.DURABILITY):
+    for line in (redis_streams.DURABILITY, nats_server.DURABILITY):
         assert line.startswith("RF 1")
         assert "fsync" in line
         assert "pafka" in line
@@ -76,19 +100,19 @@ def test_registry_names_are_exported() -> None:
 
 def test_partitions_are_streams_and_subjects() -> None:
     assert redis_streams.stream_names("t", 3) == ["t-0", "t-1", "t-2"]
-    assert nats_jetstream.subject_names("t", 2) == ["t.0", "t.1"]
+    assert nats_server.subject_names("t", 2) == ["t.0", "t.1"]
     with pytest.raises(ConfigError):
         redis_streams.stream_names("", 1)
     with pytest.raises(ConfigError):
         redis_streams.stream_names("t", 0)
     with pytest.raises(ConfigError):
-        nats_jetstream.subject_names("t", 0)
+        nats_server.subject_names("t", 0)
 
 
 @pytest.mark.parametrize("topic", ["a.b", "a*", "a>", "a b", "", "a/b", "x" * 201])
 def test_nats_refuses_topics_that_are_not_stream_names(topic: str) -> None:
     with pytest.raises(ConfigError, match="stream name"):
-        nats_jetstream.check_topic(topic)
+        nats_server.check_topic(topic)
 
 
 @given(
