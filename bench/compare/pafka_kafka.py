@@ -1,0 +1,278 @@
+"""pafka through the Kafka protocol, with librdkafka's Python client (confluent-kafka).
+
+The server side is a local pafka cluster of real processes (:class:`pafka.local.cluster.
+LocalCluster`): ZooKeeper, one controller and ``max(1, replication_factor)`` brokers. Producers
+are tuned for throughput (a 5 ms linger, 1 MB batches, ``acks`` from the workload) and send
+each record to an explicit partition, round-robin; in paced runs the linger drops to 1 ms.
+Consumers join one group per topic and read with ``consume(num_messages=...)`` batches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.compare.client_loop import (
+    ChunkedProgress,
+    ConsumeTally,
+    paced_batches,
+    partition_cycle,
+    worker_rate_per_s,
+)
+from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
+
+NAME = "pafka-kafka"
+
+# What an acknowledged write survives, from the broker's flush policy: appends go to the page
+# cache (pafka.storage.log, flush.messages defaults to never), and the broker fsyncs every log
+# at its periodic checkpoint (services.broker: checkpoint_interval_ms = 5000) and on shutdown.
+DURABILITY = (
+    "acked writes are in the leader's page cache (written, not fsynced): they survive a broker "
+    "process crash (kill -9), and a machine crash loses up to the last ~5 s (the broker fsyncs "
+    "every log every 5 s); with RF 3 and acks=all (min ISR 2) a write is on at least 2 brokers "
+    "before it is acknowledged"
+)
+
+# Members starting together join one generation after this delay (Kafka's 3 s is for real
+# deployments; every run here starts its consumers at once).
+BROKER_ENV = {"PAFKA_BROKER_GROUP_INITIAL_REBALANCE_DELAY_MS": "1000"}
+# A consumer that sees nothing for this long while records are still due gives up loudly.
+IDLE_TIMEOUT_S = 60.0
+# With a duration, consumers read on this long after the producers stopped.
+DRAIN_S = 5.0
+PRODUCE_BATCH_RECORDS = 1000
+CONSUME_BATCH_RECORDS = 10_000
+FLUSH_TIMEOUT_S = 120.0
+
+
+class System:
+    """A local pafka cluster: ZooKeeper, 1 controller, ``max(1, RF)`` brokers, ``gateways``."""
+
+    name = NAME
+    durability = DURABILITY
+    gateways = 0
+
+    def __init__(self) -> None:
+        from pafka.local.cluster import LocalCluster
+
+        self.cluster: LocalCluster | None = None
+
+    def install(self) -> None:
+        from pafka.local.zookeeper import java_available
+
+        if not java_available():
+            raise RuntimeError(
+                "pafka needs Debian's zookeeper and a JDK: run `make system-deps` "
+                "(apt-get install zookeeper default-jre-headless)"
+            )
+
+    def start(self, workdir: Path, workload: Workload) -> Endpoint:
+        from pafka.local.cluster import LocalCluster
+
+        self.cluster = LocalCluster(
+            workdir / "pafka",
+            brokers=max(1, workload.replication_factor),
+            controllers=1,
+            gateways=self.gateways,
+            broker_env=BROKER_ENV,
+        )
+        self.cluster.start()
+        extra = {f"gateway-{g.id}": g.http_url for g in self.cluster.gateways()}
+        return Endpoint(system=self.name, address=self.cluster.bootstrap, extra=extra)
+
+    def server_pids(self) -> list[int]:
+        if self.cluster is None:
+            return []
+        pids = [s.pid for s in self.cluster.services.values() if s.pid > 0]
+        zookeeper = self.cluster.zookeeper
+        if zookeeper is not None and zookeeper.process is not None:
+            pids.append(zookeeper.process.pid)
+        return pids
+
+    def profile_pids(self) -> list[int]:
+        """The processes worth a py-spy profile: brokers and gateways."""
+        if self.cluster is None:
+            return []
+        return [s.pid for s in self.cluster.services.values() if s.kind != "controller"]
+
+    def create_stream(self, endpoint: Endpoint, topic: str, workload: Workload) -> None:
+        create_topic(endpoint.address, topic, workload)
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+
+def create_topic(bootstrap: str, topic: str, workload: Workload, timeout_s: float = 60.0) -> None:
+    """Create ``topic`` and wait until every partition has a leader."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    rf = workload.replication_factor
+    config = {"min.insync.replicas": "2"} if rf >= 3 else {}
+    new = NewTopic(topic, num_partitions=workload.partitions, replication_factor=rf, config=config)
+    admin.create_topics([new])[topic].result(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if (
+            found is not None
+            and found.error is None
+            and len(found.partitions) == workload.partitions
+            and all(p.leader >= 0 for p in found.partitions.values())
+        ):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{topic}: partitions without a leader after {timeout_s:.0f}s")
+
+
+def producer_config(bootstrap: str, workload: Workload) -> dict[str, Any]:
+    paced = workload.rate_per_s is not None
+    return {
+        "bootstrap.servers": bootstrap,
+        "acks": workload.acks,
+        "linger.ms": 1 if paced else 5,
+        "batch.size": 1_000_000,
+        "batch.num.messages": 100_000,
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 256 * 1024,
+        "enable.idempotence": False,
+        "compression.type": "none",
+        # Successes cost nothing in Python; only failures call back.
+        "delivery.report.only.error": True,
+    }
+
+
+def consumer_config(bootstrap: str, topic: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": f"bench-{topic}",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        "fetch.wait.max.ms": 100,
+        "fetch.max.bytes": 50 * 1024 * 1024,
+        "max.partition.fetch.bytes": 10 * 1024 * 1024,
+        "session.timeout.ms": 30_000,
+    }
+
+
+class ClientDriver:
+    """confluent-kafka producer and group consumer loops."""
+
+    def produce(
+        self,
+        endpoint: Endpoint,
+        topic: str,
+        workload: Workload,
+        worker: int,
+        count: int,
+        progress: Progress,
+    ) -> ProduceStats:
+        from confluent_kafka import Producer
+
+        failures: list[str] = []
+
+        def failed(err: Any, _msg: Any) -> None:
+            if err is not None:
+                failures.append(str(err))
+
+        producer = Producer(producer_config(endpoint.address, workload))
+        rate_per_s = worker_rate_per_s(workload.rate_per_s, workload.producers)
+        partitions = partition_cycle(worker, workload.partitions)
+        chunks = ChunkedProgress(progress)
+        size, deadline = workload.message_size_bytes, _deadline(workload)
+        started = time.perf_counter()
+        sent = 0
+        for due in paced_batches(count, rate_per_s, PRODUCE_BATCH_RECORDS):
+            if time.perf_counter() > deadline:
+                break
+            for partition in itertools.islice(partitions, due):
+                while True:
+                    try:
+                        producer.produce(
+                            topic, stamp(size), partition=partition, on_delivery=failed
+                        )
+                        break
+                    except BufferError:  # the client's queue is full: let it drain
+                        producer.poll(0.005)
+            sent += due
+            producer.poll(0)
+            chunks.add(due)
+        unsent = producer.flush(FLUSH_TIMEOUT_S)
+        seconds = time.perf_counter() - started
+        chunks.flush()
+        if unsent or failures:
+            first = failures[0] if failures else f"not delivered within {FLUSH_TIMEOUT_S:.0f}s"
+            raise RuntimeError(
+                f"{NAME} producer {worker}: {unsent + len(failures)} of {sent} records were not "
+                f"acknowledged ({first})"
+            )
+        return ProduceStats(records=sent, bytes=sent * size, seconds=seconds)
+
+    def consume(
+        self,
+        endpoint: Endpoint,
+        topic: str,
+        workload: Workload,
+        worker: int,
+        count: int,
+        progress: Progress,
+    ) -> ConsumeStats:
+        from confluent_kafka import Consumer
+
+        assigned: list[int] = []
+
+        def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+            assigned[:] = [p.partition for p in partitions]
+
+        consumer = Consumer(consumer_config(endpoint.address, topic))
+        consumer.subscribe([topic], on_assign=on_assign)
+        try:
+            # Ready once the group gave this member its partitions: the runner starts the
+            # producers only then, so no record waits for a rebalance.
+            join_deadline = time.monotonic() + IDLE_TIMEOUT_S
+            early = consumer.consume(num_messages=1, timeout=0.1)
+            while not assigned and not early and time.monotonic() < join_deadline:
+                early = consumer.consume(num_messages=1, timeout=0.1)
+            progress(0)
+            tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
+            tally.add(_values(early))
+            drain_at = _deadline(workload) + DRAIN_S
+            while tally.records < count and time.perf_counter() < drain_at:
+                tally.add(_values(_next_batch(consumer, count - tally.records)))
+                if tally.idle_for_too_long():
+                    raise RuntimeError(
+                        f"{NAME} consumer {worker}: nothing for {IDLE_TIMEOUT_S:.0f}s, "
+                        f"{tally.records} of {count} records read"
+                    )
+            return tally.stats()
+        finally:
+            consumer.close()
+
+
+def _next_batch(consumer: Any, most: int) -> list[Any]:
+    """What has arrived, at most ``most`` records, waiting up to 0.5 s for the first one.
+
+    ``consume(n, timeout)`` alone would wait for all ``n`` (or the timeout) and so add up to
+    the timeout to every latency of a paced run.
+    """
+    first = consumer.poll(0.5)
+    if first is None:
+        return []
+    if most <= 1:
+        return [first]
+    return [first, *consumer.consume(num_messages=min(CONSUME_BATCH_RECORDS, most - 1), timeout=0)]
+
+
+def _values(messages: list[Any]) -> list[bytes]:
+    return [m.value() for m in messages if m.error() is None and m.value() is not None]
+
+
+def _deadline(workload: Workload) -> float:
+    """When a producer stops sending: never, unless the workload has a duration."""
+    if workload.duration_s is None:
+        return float("inf")
+    return time.perf_counter() + workload.duration_s

@@ -1,0 +1,197 @@
+"""pafka through its REST gateway: batched binary POSTs in, stateless range reads out.
+
+The servers are the same local cluster as :mod:`bench.compare.pafka_kafka`, plus one gateway
+process. Producers keep ``IN_FLIGHT`` requests in flight, each on its own keep-alive connection
+(``bench.gateway``'s minimal HTTP/1.1 client, so the gateway is what is measured, not an HTTP
+library), each a ``POST /topics/{t}/partitions/{p}?acks=`` of up to ``BATCH_RECORDS`` base64
+records (``application/vnd.kafka.binary.v2+json``); partitions take turns, so each gets the
+same number of records.
+
+Consumers use the stateless range reads (``GET /topics/{t}/partitions/{p}/records``, long-polled
+with ``timeout_ms``), not group membership: consumer ``w`` of ``C`` reads partitions ``p`` with
+``p % C == w`` (whole partitions, as a group would give them) from offset 0, one connection
+per partition. So no join, heartbeat or commit is measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import orjson
+
+from bench.compare import pafka_kafka
+from bench.compare.client_loop import ChunkedProgress, ConsumeTally, apaced_batches
+from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
+from bench.gateway import HttpClient
+
+NAME = "pafka-rest"
+DURABILITY = (
+    "as pafka-kafka (page cache, fsync every 5 s); a 200 from the gateway means every record "
+    "of the request was acknowledged by the leader at the acks asked"
+)
+BINARY = "application/vnd.kafka.binary.v2+json"
+IN_FLIGHT = 8
+BATCH_RECORDS = 500
+READ_RECORDS = 5000
+READ_WAIT_MS = 500
+IDLE_TIMEOUT_S = pafka_kafka.IDLE_TIMEOUT_S
+T = TypeVar("T")
+
+
+class System(pafka_kafka.System):
+    """The pafka cluster of :class:`pafka_kafka.System` with one REST gateway."""
+
+    name = NAME
+    durability = DURABILITY
+    gateways = 1
+
+
+def _gateway(endpoint: Endpoint) -> tuple[str, int]:
+    url = urlsplit(endpoint.extra["gateway-1"])
+    return url.hostname or "127.0.0.1", url.port or 80
+
+
+def _run(job: Coroutine[Any, Any, T]) -> T:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(job)
+    return uvloop.run(job)
+
+
+class ClientDriver:
+    def produce(
+        self,
+        endpoint: Endpoint,
+        topic: str,
+        workload: Workload,
+        worker: int,
+        count: int,
+        progress: Progress,
+    ) -> ProduceStats:
+        return _run(_produce(endpoint, topic, workload, worker, count, progress))
+
+    def consume(
+        self,
+        endpoint: Endpoint,
+        topic: str,
+        workload: Workload,
+        worker: int,
+        count: int,
+        progress: Progress,
+    ) -> ConsumeStats:
+        return _run(_consume(endpoint, topic, workload, worker, count, progress))
+
+
+def _partition_shares(count: int, partitions: int, worker: int) -> dict[int, int]:
+    """Records per partition for one producer, in the order the partitions take turns
+    (starting one further along per worker, so that workers fill partitions evenly)."""
+    start = worker % partitions
+    turns = [*range(start, partitions), *range(start)]
+    return {
+        p: count // partitions + (1 if i < count % partitions else 0) for i, p in enumerate(turns)
+    }
+
+
+async def _produce(
+    endpoint: Endpoint, topic: str, workload: Workload, worker: int, count: int, progress: Progress
+) -> ProduceStats:
+    host, port = _gateway(endpoint)
+    remaining = _partition_shares(count, workload.partitions, worker)
+    order = list(remaining)
+    deadline = (
+        float("inf") if workload.duration_s is None else time.perf_counter() + workload.duration_s
+    )
+    work: asyncio.Queue[tuple[int, int] | None] = asyncio.Queue(maxsize=IN_FLIGHT * 2)
+    chunks = ChunkedProgress(progress)
+    failures: list[str] = []
+    rate_per_s = None if workload.rate_per_s is None else workload.rate_per_s / workload.producers
+
+    async def feed() -> None:
+        turn = 0
+        async for due in apaced_batches(count, rate_per_s, BATCH_RECORDS):
+            if time.perf_counter() > deadline:
+                break
+            while due:
+                partition = order[turn % len(order)]
+                turn += 1
+                n = min(due, remaining[partition])
+                if n:
+                    remaining[partition] -= n
+                    due -= n
+                    await work.put((partition, n))
+        for _ in range(IN_FLIGHT):
+            await work.put(None)
+
+    async def send(client: HttpClient) -> None:
+        while (item := await work.get()) is not None:
+            partition, n = item
+            size = workload.message_size_bytes
+            records = [{"value": base64.b64encode(stamp(size)).decode()} for _ in range(n)]
+            body = orjson.dumps({"records": records})
+            head = (
+                f"POST /topics/{topic}/partitions/{partition}?acks={workload.acks} HTTP/1.1\r\n"
+                f"Host: {host}\r\nContent-Type: {BINARY}\r\nContent-Length: {len(body)}\r\n\r\n"
+            ).encode()
+            status, answer = await client.request(head, body)
+            if status != 200:
+                failures.append(f"{status} {answer[:300]!r}")
+                return
+            chunks.add(n)
+
+    clients = [await HttpClient.open(host, port) for _ in range(IN_FLIGHT)]
+    started = time.perf_counter()
+    feeder = asyncio.create_task(feed())
+    await asyncio.gather(*(send(c) for c in clients))
+    seconds = time.perf_counter() - started
+    feeder.cancel()
+    for client in clients:
+        client.close()
+    chunks.flush()
+    if failures:
+        raise RuntimeError(f"{NAME} producer {worker}: a produce failed: {failures[0]}")
+    sent = count - sum(remaining.values())
+    return ProduceStats(records=sent, bytes=sent * workload.message_size_bytes, seconds=seconds)
+
+
+async def _consume(
+    endpoint: Endpoint, topic: str, workload: Workload, worker: int, count: int, progress: Progress
+) -> ConsumeStats:
+    host, port = _gateway(endpoint)
+    mine = [p for p in range(workload.partitions) if p % workload.consumers == worker]
+    per_partition = count // len(mine)
+    progress(0)  # range reads need no join: ready at once
+    tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
+
+    async def read(partition: int) -> None:
+        client = await HttpClient.open(host, port)
+        offset = 0
+        try:
+            while offset < per_partition:
+                head = (
+                    f"GET /topics/{topic}/partitions/{partition}/records?offset={offset}"
+                    f"&max_records={min(READ_RECORDS, per_partition - offset)}"
+                    f"&timeout_ms={READ_WAIT_MS} HTTP/1.1\r\n"
+                    f"Host: {host}\r\nAccept: {BINARY}\r\n\r\n"
+                ).encode()
+                status, body = await client.request(head)
+                if status != 200:
+                    raise RuntimeError(f"{NAME} consumer {worker}: {status} {body[:300]!r}")
+                answer = orjson.loads(body)
+                tally.add(base64.b64decode(r["value"]) for r in answer["records"])
+                offset = answer["next_offset"]
+                if tally.idle_for_too_long():
+                    raise RuntimeError(
+                        f"{NAME} consumer {worker}: nothing for {IDLE_TIMEOUT_S:.0f}s on "
+                        f"partition {partition} at offset {offset}"
+                    )
+        finally:
+            client.close()
+
+    await asyncio.gather(*(read(p) for p in mine))
+    return tally.stats()

@@ -1,0 +1,249 @@
+"""The comparison: every chosen system on every workload, repeated, in the same run.
+
+For each repetition and workload, every system's servers are started fresh, then:
+
+1. a throughput run per system, unpaced, in an order rotated per repetition (so a burst of
+   machine noise does not always hit the same system);
+2. a latency run per system, paced at ``latency_fraction`` (50%) of the reference system's
+   (pafka-kafka's) peak in this repetition, the same rate for every system, for about
+   ``latency_seconds``.
+
+Results go to ``{out}/results.json``; :mod:`bench.compare.report` turns them into Markdown and
+plots. py-spy profiles of the reference system's servers are recorded with ``profile``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.compare import registry
+from bench.compare.driver import Endpoint, System, Workload
+from bench.compare.measure import Limits, measure
+from bench.compare.results import RunResult
+from bench.compare.workloads import paced
+
+
+@dataclass(frozen=True)
+class Options:
+    systems: list[str]
+    workloads: list[Workload]
+    out: Path
+    repetitions: int = 1
+    latency_fraction: float = 0.5
+    latency_seconds: float = 10.0
+    profile: bool = False
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass
+class Outcome:
+    results: list[RunResult]
+    # Systems that could not run at all, with the reason.
+    unavailable: dict[str, str]
+    durability: dict[str, str]
+    profiles: dict[str, str]
+
+
+def rotated(names: list[str], repetition: int) -> list[str]:
+    if not names:
+        return []
+    shift = repetition % len(names)
+    return names[shift:] + names[:shift]
+
+
+def peak_rate(results: list[RunResult], reference: str) -> float | None:
+    """What the latency runs are paced against: the reference system's sustained rate (the
+    slower of its produce and consume rates); the fastest system's when it has none."""
+    ok = [r for r in results if r.kind == "throughput" and r.ok]
+    ours = [min(r.produce_rate, r.consume_rate) for r in ok if r.system == reference]
+    if ours:
+        return ours[0]
+    others = [min(r.produce_rate, r.consume_rate) for r in ok]
+    return max(others) if others else None
+
+
+def run(options: Options) -> Outcome:
+    if options.repetitions < 1:
+        raise ValueError("repetitions must be at least 1")
+    options.out.mkdir(parents=True, exist_ok=True)
+    outcome = Outcome(results=[], unavailable={}, durability={}, profiles={})
+    entries: dict[str, registry.Entry] = {}
+    for entry in registry.select(options.systems):
+        if entry.missing:
+            outcome.unavailable[entry.name] = entry.missing
+            continue
+        try:
+            system = entry.system()
+            system.install()
+        except Exception as exc:
+            outcome.unavailable[entry.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        entries[entry.name] = entry
+        outcome.durability[entry.name] = system.durability
+    ctx = multiprocessing.get_context("spawn")
+    workdir = options.out / "work"
+    for repetition in range(options.repetitions):
+        for workload in options.workloads:
+            order = rotated(list(entries), repetition)
+            with _started(
+                entries, order, workdir / f"{repetition}-{workload.name}", workload
+            ) as live:
+                for name, why in live.failed.items():
+                    outcome.unavailable.setdefault(name, f"failed to start: {why}")
+                this_round: list[RunResult] = []
+                for name in order:
+                    if name not in live.up:
+                        continue
+                    system, endpoint = live.up[name]
+                    with _profiled(options, outcome, name, system, workload):
+                        result = measure(
+                            ctx,
+                            entries[name].module,
+                            system,
+                            endpoint,
+                            workload,
+                            "throughput",
+                            repetition,
+                            options.limits,
+                        )
+                    this_round.append(result)
+                peak = peak_rate(this_round, registry.REFERENCE)
+                if peak:
+                    latency_workload = paced(
+                        workload, options.latency_fraction * peak, options.latency_seconds
+                    )
+                    for name in order:
+                        if name in live.up:
+                            system, endpoint = live.up[name]
+                            this_round.append(
+                                measure(
+                                    ctx,
+                                    entries[name].module,
+                                    system,
+                                    endpoint,
+                                    latency_workload,
+                                    "latency",
+                                    repetition,
+                                    options.limits,
+                                )
+                            )
+                outcome.results.extend(this_round)
+            save(outcome, options.out)
+    shutil.rmtree(workdir, ignore_errors=True)
+    return outcome
+
+
+@dataclass
+class _Live:
+    up: dict[str, tuple[System, Endpoint]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def _started(
+    entries: dict[str, registry.Entry], order: list[str], workdir: Path, workload: Workload
+) -> Iterator[_Live]:
+    live = _Live()
+    try:
+        for name in order:
+            system = entries[name].system()
+            try:
+                endpoint = system.start(workdir / name, workload)
+            except Exception as exc:
+                live.failed[name] = f"{type(exc).__name__}: {exc}"
+                with contextlib.suppress(Exception):
+                    system.stop()
+                continue
+            live.up[name] = (system, endpoint)
+        yield live
+    finally:
+        for system, _ in live.up.values():
+            with contextlib.suppress(Exception):
+                system.stop()
+
+
+@contextlib.contextmanager
+def _profiled(
+    options: Options, outcome: Outcome, name: str, system: System, workload: Workload
+) -> Iterator[None]:
+    """A py-spy flame graph of the reference system's servers during its throughput run."""
+    pids_of = getattr(system, "profile_pids", None)
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not options.profile or name != registry.REFERENCE or pids_of is None:
+        yield
+        return
+    spies: list[subprocess.Popen[bytes]] = []
+    folder = options.out / "profiles"
+    folder.mkdir(parents=True, exist_ok=True)
+    for pid in pids_of():
+        path = folder / f"{workload.name}-{name}-{pid}.svg"
+        command = [py_spy, "record", "--pid", str(pid), "--rate", "200", "--output", str(path)]
+        spies.append(
+            subprocess.Popen(
+                [*command, "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
+        outcome.profiles[workload.name] = str(path.relative_to(options.out).parent)
+    try:
+        yield
+    finally:
+        # py-spy writes its flame graph when interrupted.
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)
+        for spy in spies:
+            try:
+                spy.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+                spy.wait()
+
+
+def machine() -> dict[str, str]:
+    model = platform.processor() or "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cores": str(multiprocessing.cpu_count()),
+        "cpu": model,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def save(outcome: Outcome, out: Path) -> Path:
+    path = out / "results.json"
+    body = {
+        "machine": machine(),
+        "unavailable": outcome.unavailable,
+        "durability": outcome.durability,
+        "profiles": outcome.profiles,
+        "results": [r.to_json() for r in outcome.results],
+    }
+    path.write_text(json.dumps(body, indent=1))
+    return path
+
+
+def load(path: Path) -> tuple[dict[str, str], Outcome]:
+    raw = json.loads(path.read_text())
+    outcome = Outcome(
+        results=[RunResult.from_json(r) for r in raw["results"]],
+        unavailable=raw["unavailable"],
+        durability=raw["durability"],
+        profiles=raw["profiles"],
+    )
+    return raw["machine"], outcome
