@@ -131,11 +131,15 @@ class PeerSystem:
         ensure_debian_package(self.binary, self.package)
 
     def _prepare(self, data_dir: Path, ports: int = 1) -> tuple[Path, list[int]]:
-        """A server's data directory (created, absolute) and ``ports`` distinct free ports."""
+        """A server's data directory (fresh, absolute) and ``ports`` distinct free ports.
+
+        Data a previous run left there is removed: a server would load it at start.
+        """
         if self._servers:
             raise PafkaError(f"{self.binary} is already started; stop it first")
         data_dir = data_dir.resolve()
-        data_dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(data_dir, ignore_errors=True)
+        data_dir.mkdir(parents=True)
         chosen: list[int] = []
         while len(chosen) < ports:
             port = free_port()

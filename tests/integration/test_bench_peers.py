@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+import nats.js.errors
 import psutil
 import pytest
 import redis
@@ -199,15 +200,42 @@ def test_a_duration_stops_producers_and_consumers_drain(peer: Peer) -> None:
     assert consumed.records == produced.records
 
 
-def test_stop_ends_the_server_and_a_restart_gets_a_fresh_one(peer: Peer, tmp_path: Path) -> None:
+def test_stop_ends_the_server_and_a_restart_starts_empty(peer: Peer, tmp_path: Path) -> None:
+    workload = Workload(name="restart")
     system = peer.module.System()
-    endpoint = system.start(tmp_path, Workload(name="restart"))
+    endpoint = system.start(tmp_path, workload)
     (pid,) = system.server_pids()
     assert endpoint.address != peer.endpoint.address
+    system.create_stream(endpoint, "left-over", workload)
+    peer.driver().produce(endpoint, "left-over", workload, 0, 10, Recorder())
+    assert _stored(peer.name, endpoint, "left-over") == 10
     system.stop()
     assert system.server_pids() == []
     assert not psutil.pid_exists(pid)
     system.stop()  # idempotent
+
+    # The same workdir again: the servers would load what the last run stored there.
+    endpoint = system.start(tmp_path, workload)
+    try:
+        assert _stored(peer.name, endpoint, "left-over") == 0
+    finally:
+        system.stop()
+
+
+def _stored(name: str, endpoint: Endpoint, topic: str) -> int:
+    """Records the server holds for ``topic`` (0 if the topic does not exist)."""
+    if name == "redis-streams":
+        client = redis.Redis.from_url(f"redis://{endpoint.address}")
+        try:
+            return sum(client.xlen(s) for s in redis_streams.stream_names(topic, 1))
+        finally:
+            client.close()
+    try:
+        stream, _ = asyncio.run(_jetstream_state(endpoint.address, topic))
+    except nats.js.errors.NotFoundError:
+        return 0
+    messages: int = stream.state.messages
+    return messages
 
 
 def test_rendered_nats_configs_are_accepted_by_nats_server(tmp_path: Path) -> None:
