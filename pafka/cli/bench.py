@@ -1,0 +1,91 @@
+"""``pafka bench``: pafka beside Redis Streams and NATS JetStream, same machine, same run.
+
+The harness lives in ``bench.compare`` (installed with the package, its dependencies in the
+``bench`` extra); this module only parses the command line and writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from pafka.errors import ConfigError
+
+SYSTEMS = ("pafka-kafka", "pafka-rest", "redis-streams", "nats-jetstream")
+# A smoke run's paced latency phase: long enough for a few hundred records.
+SMOKE_LATENCY_S = 0.5
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "bench",
+        help="compare pafka with Redis Streams and NATS JetStream (OpenMessaging-style)",
+        description="Starts each system on loopback, runs the workloads (throughput, then a "
+        "paced latency run at 50%% of pafka's peak) and writes report.md, PNG plots and "
+        "results.json to the results folder.",
+    )
+    parser.add_argument(
+        "--systems",
+        default=",".join(SYSTEMS),
+        help=f"comma-separated, from {', '.join(SYSTEMS)} (default: all)",
+    )
+    parser.add_argument(
+        "--workloads",
+        default="default",
+        help="comma-separated workload names (e.g. 1KiB-6p-2x2-acksall-rf3) or sets: "
+        "default (100 B, 1 and 6 partitions, acks 1, RF 1), smoke, full (default: default)",
+    )
+    parser.add_argument("--repetitions", type=int, default=1)
+    parser.add_argument("--count", type=int, default=None, help="records per throughput run")
+    parser.add_argument(
+        "--latency-seconds", type=float, default=10.0, help="length of each paced run"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="default bench/results/<UTC time>")
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: checks, not figures")
+    parser.add_argument("--profile", action="store_true", help="py-spy flame graphs of pafka")
+    parser.add_argument("--note", default="", help="a line for the report (e.g. machine load)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(handler=bench)
+
+
+def bench(args: argparse.Namespace) -> int:
+    try:
+        from bench.compare import registry, report, runner, workloads
+        from bench.compare.measure import Limits
+    except ImportError as exc:
+        raise ConfigError(
+            f"the benchmark needs the bench extra (pip install 'pafka[bench]'): {exc}"
+        ) from exc
+    if args.repetitions < 1:
+        raise ConfigError("--repetitions must be at least 1")
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    if args.smoke and args.workloads == "default":
+        names = ["smoke"]
+    try:
+        for system in systems:
+            registry.lookup(system)
+        chosen = workloads.select(
+            names, workloads.SMOKE_COUNT if args.smoke and args.count is None else args.count
+        )
+    except (registry.UnknownSystemError, workloads.WorkloadError) as exc:
+        raise ConfigError(str(exc)) from exc
+    out = args.out or Path("bench/results") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    options = runner.Options(
+        systems=systems,
+        workloads=chosen,
+        out=out,
+        repetitions=args.repetitions,
+        latency_seconds=SMOKE_LATENCY_S if args.smoke else args.latency_seconds,
+        profile=args.profile,
+        limits=Limits(show_progress=not args.no_progress),
+    )
+    outcome = runner.run(options)
+    machine, _ = runner.load(out / "results.json")
+    path = report.write(machine, outcome, out, args.note)
+    print(path.read_text())
+    print(f"report: {path}")
+    failed = outcome.unavailable or [r for r in outcome.results if not r.ok]
+    return 1 if failed else 0
