@@ -117,7 +117,13 @@ class ChunkedProgress:
 
 
 class ConsumeTally:
-    """Records, bytes and end-to-end latencies of a consumer, with an idle limit."""
+    """Records, bytes and end-to-end latencies of a consumer, with an idle limit.
+
+    Its ``seconds`` run from the earliest send time among the records read (their stamps) to
+    the last arrival: the window in which this consumer's records flowed, leaving out the time a
+    ready consumer waits for producer processes to start. A consumer that read nothing reports
+    the time since it was ready.
+    """
 
     def __init__(self, progress: Progress, idle_timeout_s: float) -> None:
         self.records = 0
@@ -127,6 +133,8 @@ class ConsumeTally:
         self._idle_timeout_s = idle_timeout_s
         self._started = time.monotonic()
         self._last_record = self._started
+        self._first_sent_ns: int | None = None
+        self._last_arrival_ns = 0
 
     def add(self, payloads: Iterable[bytes]) -> None:
         # One clock reading per batch: every record of a batch arrived at the same moment.
@@ -137,6 +145,10 @@ class ConsumeTally:
             self.bytes += len(payload)
             self.records += 1
         if self.records > before:
+            oldest_ns = now_ns - max(self.latencies_us[before:]) * 1000
+            if self._first_sent_ns is None or oldest_ns < self._first_sent_ns:
+                self._first_sent_ns = oldest_ns
+            self._last_arrival_ns = now_ns
             self._last_record = time.monotonic()
             self._progress.add(self.records - before)
 
@@ -153,10 +165,15 @@ class ConsumeTally:
 
     def stats(self) -> ConsumeStats:
         self._progress.flush()
+        if self._first_sent_ns is None:
+            seconds = time.monotonic() - self._started
+        else:
+            # At least a microsecond: a record cannot arrive before it was sent.
+            seconds = max(self._last_arrival_ns - self._first_sent_ns, 1000) / 1e9
         return ConsumeStats(
             records=self.records,
             bytes=self.bytes,
-            seconds=time.monotonic() - self._started,
+            seconds=seconds,
             latencies_us=self.latencies_us,
         )
 

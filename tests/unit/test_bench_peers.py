@@ -272,7 +272,21 @@ def test_tally_counts_bytes_and_measures_latency_from_the_stamp() -> None:
     assert 2_000_000 <= stats.latencies_us[0] < 3_000_000
     assert all(0 <= lat < 1_000_000 for lat in stats.latencies_us[1:])
     assert calls == [3]
+    # The window starts at the oldest stamp read, not when the consumer became ready.
+    assert 2.0 <= stats.seconds < 3.0
     tally.raise_if_idle("c", 3)  # a record just arrived: not idle
+
+
+def test_tally_window_leaves_out_waiting_for_producers() -> None:
+    tally = ConsumeTally(lambda _n: None, idle_timeout_s=60.0)
+    time.sleep(0.3)  # a ready consumer waits for producer processes to start
+    tally.add([stamp(100)])
+    time.sleep(0.05)
+    tally.add([stamp(100)])
+    assert 0.05 <= tally.stats().seconds < 0.3
+    empty = ConsumeTally(lambda _n: None, idle_timeout_s=60.0)
+    time.sleep(0.01)
+    assert empty.stats().seconds >= 0.01
 
 
 def test_tally_gives_up_loudly_when_idle() -> None:
