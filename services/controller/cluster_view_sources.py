@@ -19,6 +19,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -82,7 +83,8 @@ def read_groups(zk: KazooClient) -> tuple[GroupOffsets, ...]:
         except (CoordinationError, KeyError, ValueError) as exc:
             # One unreadable node must not hide every other group's offsets.
             log.warning("cluster view: skipping %s: %s", path, exc)
-    return tuple(GroupOffsets(g, members[g], committed[g]) for g in groups)
+    # Read-only views: a snapshot is shared with scrapes and never changed after it is made.
+    return tuple(GroupOffsets(g, members[g], MappingProxyType(committed[g])) for g in groups)
 
 
 # -- log offsets from the leaders ----------------------------------------------------------------
