@@ -21,7 +21,6 @@ import time
 from collections import deque
 
 import nats
-import nats.errors
 from nats.js import api
 
 from bench.compare.client_loop import (
@@ -134,9 +133,11 @@ async def _consume(
         deadline = read_deadline(workload)
         while tally.records < count and time.monotonic() < deadline:
             remaining = count - tally.records
+            # nats-py raises its own TimeoutError or the builtin one, depending on where the
+            # fetch timed out; the builtin is the base of both.
             try:
                 msgs = await sub.fetch(batch=min(FETCH_RECORDS, remaining), timeout=FETCH_TIMEOUT_S)
-            except nats.errors.TimeoutError:
+            except TimeoutError:
                 tally.raise_if_idle(f"{NAME} consumer of {topic}", count)
                 continue
             # A fetch may hand over leftovers of an expired earlier request too; take only what
