@@ -42,6 +42,8 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from pafka.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
+from pafka.protocol.fetch_codec import FetchResponseBody
+from pafka.protocol.produce_codec import ProduceResponseBody, decode_produce_request
 from pafka.protocol.versions import SUPPORTED, ApiKey
 
 HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
@@ -149,6 +151,13 @@ def decode_request(frame: bytes | memoryview, served: frozenset[ApiKey] | None =
         raise UnsupportedRequestError(
             peeked, f"{key.name} v{peeked.api_version} is not served (versions {low}-{high})"
         )
+    if key is ApiKey.PRODUCE:
+        # The write path: decoded by hand, records left as views into the frame.
+        client_id, produce = decode_produce_request(memoryview(frame), peeked.api_version)
+        return Request(
+            RequestHeader(peeked.api_key, peeked.api_version, peeked.correlation_id, client_id),
+            produce,
+        )
     try:
         body = _REQUESTS[key].decode(bytes(frame), version=peeked.api_version, header=True)
     except Exception as exc:  # kafka-python raises many types for malformed input
@@ -162,6 +171,11 @@ def decode_request(frame: bytes | memoryview, served: frozenset[ApiKey] | None =
 
 def encode_response(header: RequestHeader, body: Any, version: int | None = None) -> bytearray:
     """Frame a response (size, response header, body) at the request's version."""
+    if isinstance(body, ProduceResponseBody | FetchResponseBody):
+        # The hot paths' responses encode themselves (checked against the generic codec).
+        return body.encode_frame(
+            header.api_version if version is None else version, header.correlation_id
+        )
     # The version must be set before the header: kafka-python copies it into request headers.
     body.API_VERSION = header.api_version if version is None else version
     body.with_header(correlation_id=header.correlation_id)

@@ -146,7 +146,7 @@ class Log:
     # -- appending -------------------------------------------------------------------------------
 
     @storage_errors
-    def append(self, records: bytes, *, leader_epoch: int, now_ms: int) -> AppendInfo:
+    def append(self, records: bytes | memoryview, *, leader_epoch: int, now_ms: int) -> AppendInfo:
         """Validate producer batches, assign offsets from the log end and write them."""
         headers = validate(records, self.config.max_message_bytes)
         first = self.log_end_offset

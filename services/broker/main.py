@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from pafka.eventloop import use_uvloop
 from pafka.service import serve, wait_for_termination
 from services.broker.broker import Broker
 from services.broker.settings import BrokerSettings
@@ -22,6 +23,7 @@ async def run(settings: BrokerSettings) -> None:
 
 
 def main() -> None:
+    use_uvloop()
     serve("broker", BrokerSettings.from_env, run)
 
 

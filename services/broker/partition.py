@@ -164,7 +164,7 @@ class Partition:
                 f"broker is not the leader for {self.topic}-{self.index} (leader is {self.leader})"
             )
 
-    def append_as_leader(self, records: bytes, acks: int) -> AppendResult:
+    def append_as_leader(self, records: bytes | memoryview, acks: int) -> AppendResult:
         self.ensure_leader()
         if acks not in (-1, 0, 1):
             raise InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {acks}")

@@ -1,23 +1,33 @@
 """The asyncio transport of the Kafka protocol: bytes from sockets into the codec and back.
 
-One connection is served strictly in order: the next request is not started until the previous
-response is written, which is what Kafka clients rely on for ordering. A malformed frame closes
+One connection is served strictly in order: requests are handled one after another by the
+connection's task, which is what Kafka clients rely on for ordering. A malformed frame closes
 the connection; the broker keeps serving everyone else.
+
+Cost per request is what limits a Python broker, so the transport is a plain
+:class:`asyncio.Protocol` rather than streams: frames are views into the received chunks (no
+copy per frame), and the responses of all requests handled in one turn of the event loop (a
+client pipelining several) leave in one transport write, flushed as soon as the connection's
+task waits for anything. Reading pauses while too many requests are queued, and handling pauses
+while the client does not take its responses, so neither direction buffers without bound.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from pafka.errors import ProtocolError
 from pafka.protocol.frames import FrameDecoder
 
 log = logging.getLogger(__name__)
 
-READ_CHUNK_BYTES = 256 * 1024
 FrameHandler = Callable[[bytes | memoryview, str], Awaitable[bytes | bytearray | None]]
+# Requests received but not yet handled, per connection, before reading pauses.
+MAX_QUEUED_REQUESTS = 64
 
 
 class KafkaServer:
@@ -33,58 +43,164 @@ class KafkaServer:
         self._max_frame_bytes = max_frame_bytes
         self._max_connections = max_connections
         self._on_connection_count = on_connection_count
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: set[_Connection] = set()
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host, port, limit=READ_CHUNK_BYTES)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), host, port)
         bound: int = self._server.sockets[0].getsockname()[1]
         return bound
 
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
+        tasks = [c.task for c in self._connections if c.task is not None]
+        for connection in list(self._connections):
+            connection.abort()
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        peer = writer.get_extra_info("peername")
-        host = str(peer[0]) if peer else "unknown"
+    def _opened(self, connection: _Connection) -> bool:
         if len(self._connections) >= self._max_connections:
-            log.warning("refusing connection from %s: %d open", host, len(self._connections))
-            writer.close()
-            return
-        self._connections.add(task)
+            log.warning(
+                "refusing connection from %s: %d open", connection.host, len(self._connections)
+            )
+            return False
+        self._connections.add(connection)
         self._on_connection_count(len(self._connections))
+        return True
+
+    def _closed(self, connection: _Connection) -> None:
+        if connection in self._connections:
+            self._connections.discard(connection)
+            self._on_connection_count(len(self._connections))
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: frames in, a task handling them in order, coalesced writes out."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self._server = server
+        self._decoder = FrameDecoder(server._max_frame_bytes)
+        self._frames: collections.deque[memoryview] = collections.deque()
+        self._transport: asyncio.Transport | None = None
+        self._wakeup: asyncio.Future[None] | None = None
+        self._writable: asyncio.Future[None] | None = None
+        self._pending: list[bytes | bytearray] = []
+        self._flush_scheduled = False
+        self._reading_paused = False
+        self._closed = False
+        self.task: asyncio.Task[None] | None = None
+        self.host = "unknown"
+
+    # -- transport callbacks ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports do not subclass asyncio's, but have the same methods.
+        self._transport = cast(asyncio.Transport, transport)
+        peer = transport.get_extra_info("peername")
+        self.host = str(peer[0]) if peer else "unknown"
+        if not self._server._opened(self):
+            self._closed = True
+            transport.close()
+            return
+        self.task = asyncio.get_running_loop().create_task(self._serve())
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
         try:
-            await self._loop(reader, writer, host)
+            self._decoder.feed(data)
+            while (frame := self._decoder.next_frame()) is not None:
+                self._frames.append(frame)
         except ProtocolError as exc:
-            log.info("closing connection from %s: %s", host, exc)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+            log.info("closing connection from %s: %s", self.host, exc)
+            self.abort()
+            return
+        if len(self._frames) >= MAX_QUEUED_REQUESTS and self._transport is not None:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._closed = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._server._closed(self)
+        self._wake()
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._writable is None or self._writable.done():
+            self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+
+    def abort(self) -> None:
+        self._closed = True
+        if self._transport is not None:
+            self._transport.abort()
+        self._wake()
+
+    # -- the connection's task -------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        if self._wakeup is not None and not self._wakeup.done():
+            self._wakeup.set_result(None)
+
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        handle = self._server._handle_frame
+        try:
+            while not self._closed:
+                if not self._frames:
+                    self._wakeup = loop.create_future()
+                    await self._wakeup
+                    continue
+                if self._writable is not None:
+                    await self._writable  # the client is not reading its responses
+                frame = self._frames.popleft()
+                if self._reading_paused and len(self._frames) < MAX_QUEUED_REQUESTS // 2:
+                    self._reading_paused = False
+                    assert self._transport is not None
+                    self._transport.resume_reading()
+                response = await handle(frame, self.host)
+                if response is not None and not self._closed:
+                    self._send(loop, response)
+        except ProtocolError as exc:
+            log.info("closing connection from %s: %s", self.host, exc)
         except asyncio.CancelledError:
             pass  # the server is closing; ending this connection is all there is to do
         finally:
-            self._connections.discard(task)
-            self._on_connection_count(len(self._connections))
-            writer.close()
+            self._flush()
+            self._closed = True
+            self._server._closed(self)
+            if self._transport is not None:
+                self._transport.close()
 
-    async def _loop(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str
-    ) -> None:
-        decoder = FrameDecoder(self._max_frame_bytes)
-        while True:
-            data = await reader.read(READ_CHUNK_BYTES)
-            if not data:
-                return
-            decoder.feed(data)
-            while (frame := decoder.next_frame()) is not None:
-                response = await self._handle_frame(frame, host)
-                if response is not None:
-                    writer.write(response)
-                    await writer.drain()
+    def _send(self, loop: asyncio.AbstractEventLoop, response: bytes | bytearray) -> None:
+        # Written when this task next waits: responses of requests handled meanwhile join it.
+        self._pending.append(response)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        pending, self._pending = self._pending, []
+        if not pending or self._transport is None or self._transport.is_closing():
+            return
+        if len(pending) == 1:
+            self._transport.write(pending[0])
+        else:
+            self._transport.writelines(pending)

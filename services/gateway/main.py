@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
+from pafka.eventloop import use_uvloop
 from pafka.httpserver import start_http
 from pafka.service import serve, wait_for_termination
 from services.gateway.app import create_app
@@ -25,16 +25,6 @@ async def run(settings: GatewaySettings) -> None:
         await task
     finally:
         await ctx.close()
-
-
-def use_uvloop() -> None:
-    """Run on uvloop when it is installed: its transports and scheduling cost the gateway, whose
-    work is mostly many small HTTP and Kafka exchanges, a good part less CPU per request."""
-    try:
-        import uvloop
-    except ImportError:
-        return
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 def main() -> None:

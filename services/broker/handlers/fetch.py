@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
-from pafka.protocol.messages import response_class
+from pafka.protocol.fetch_codec import FetchableTopicResponse, FetchResponseBody, PartitionData
 from services.broker.handlers.context import RequestContext
 from services.broker.notify import Notifier, wait_any
 from services.broker.partition import ReadResult
@@ -82,8 +82,7 @@ def _notifiers(ctx: RequestContext, wanted: list[_PartitionFetch]) -> list[Notif
     return found
 
 
-async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(ctx.api_key, ctx.api_version)
+async def handle_fetch(ctx: RequestContext, request: Any) -> FetchResponseBody:
     requested = int(getattr(request, "max_bytes", 0x7FFFFFFF) or 0x7FFFFFFF)
     max_bytes = min(requested, ctx.broker.settings.fetch_max_bytes)
     replica_id = int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
@@ -110,44 +109,27 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
             await wait_any(notifiers, remaining)
         else:
             await asyncio.sleep(remaining)
-    return _response(ctx, cls, wanted)
+    return _response(ctx, wanted)
 
 
-def _response(ctx: RequestContext, cls: Any, wanted: list[_PartitionFetch]) -> Any:
-    topic_cls = cls.FetchableTopicResponse
-    part_cls = topic_cls.PartitionData
-    by_topic: dict[str, list[Any]] = {}
+def _response(ctx: RequestContext, wanted: list[_PartitionFetch]) -> FetchResponseBody:
+    by_topic: dict[str, list[PartitionData]] = {}
     for item in wanted:
         if item.error is not None or item.result is None:
             error = item.error or UnknownServerError()
             ctx.broker.metrics.fetch_failed(item.topic, error.code)
-            data = part_cls(
-                partition_index=item.index,
-                error_code=error.code,
-                high_watermark=-1,
-                last_stable_offset=-1,
-                log_start_offset=-1,
-                # Empty, not null: librdkafka refuses a null record set ("invalid
-                # MessageSetSize -1") and drops the whole response; Kafka sends empty ones.
-                records=b"",
-            )
+            # Records empty, not null: librdkafka drops a whole response with a null set.
+            data = PartitionData(partition_index=item.index, error_code=error.code, records=b"")
         else:
             r = item.result
             ctx.broker.metrics.bytes_out.labels(item.topic).inc(len(r.records))
-            data = part_cls(
+            data = PartitionData(
                 partition_index=item.index,
                 error_code=0,
                 high_watermark=r.high_watermark,
                 last_stable_offset=r.high_watermark,
                 log_start_offset=r.log_start_offset,
-                aborted_transactions=None,
-                preferred_read_replica=-1,
                 records=r.records,
             )
         by_topic.setdefault(item.topic, []).append(data)
-    return cls(
-        throttle_time_ms=0,
-        error_code=0,
-        session_id=0,
-        responses=[topic_cls(topic=t, partitions=parts) for t, parts in by_topic.items()],
-    )
+    return FetchResponseBody([FetchableTopicResponse(t, parts) for t, parts in by_topic.items()])

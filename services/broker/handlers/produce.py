@@ -7,7 +7,12 @@ import logging
 from typing import Any
 
 from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
-from pafka.protocol.messages import response_class
+from pafka.protocol.produce_codec import (
+    PartitionProduceResponse,
+    ProduceRequestBody,
+    ProduceResponseBody,
+    TopicProduceResponse,
+)
 from pafka.records.batch import record_count
 from services.broker.handlers.context import RequestContext
 from services.broker.partition import AppendResult, Partition
@@ -15,17 +20,15 @@ from services.broker.partition import AppendResult, Partition
 log = logging.getLogger(__name__)
 
 
-async def handle_produce(ctx: RequestContext, request: Any) -> Any:
+async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> ProduceResponseBody:
     broker = ctx.broker
-    cls = response_class(ctx.api_key, ctx.api_version)
-    topic_cls = cls.TopicProduceResponse
-    part_cls = topic_cls.PartitionProduceResponse
-    acks = int(request.acks)
+    acks = request.acks
     appended: list[tuple[str, Any, Partition | None, AppendResult | PafkaError]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
         for pdata in topic_data.partition_data:
-            records = bytes(pdata.records or b"")
+            # A view into the request frame: validated and written without a copy.
+            records = pdata.records or b""
             try:
                 partition = broker.replicas.leader_partition(name, pdata.index)
                 result = partition.append_as_leader(records, acks)
@@ -38,18 +41,13 @@ async def handle_produce(ctx: RequestContext, request: Any) -> Any:
     if acks == -1:
         # Wait for all partitions of the request together, not one after another.
         outcomes = await asyncio.gather(
-            *(_replicated(p, r, int(request.timeout_ms)) for _, _, p, r in appended)
+            *(_replicated(p, r, request.timeout_ms) for _, _, p, r in appended)
         )
         appended = [(n, i, p, o) for (n, i, p, _), o in zip(appended, outcomes, strict=True)]
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[PartitionProduceResponse]] = {}
     for name, index, _, outcome in appended:
-        by_topic.setdefault(name, []).append(
-            _partition_response(broker, part_cls, name, index, outcome)
-        )
-    return cls(
-        responses=[topic_cls(name=n, partition_responses=rs) for n, rs in by_topic.items()],
-        throttle_time_ms=0,
-    )
+        by_topic.setdefault(name, []).append(_partition_response(broker, name, index, outcome))
+    return ProduceResponseBody([TopicProduceResponse(n, rs) for n, rs in by_topic.items()])
 
 
 async def _replicated(
@@ -65,15 +63,15 @@ async def _replicated(
 
 
 def _partition_response(
-    broker: Any, part_cls: Any, name: str, index: int, outcome: AppendResult | PafkaError
-) -> Any:
+    broker: Any, name: str, index: int, outcome: AppendResult | PafkaError
+) -> PartitionProduceResponse:
     if isinstance(outcome, PafkaError):
         error = outcome if isinstance(outcome, KafkaApiError) else UnknownServerError(str(outcome))
         broker.metrics.produce_failed(name, error.code)
-        return part_cls(
+        return PartitionProduceResponse(
             index=index, error_code=error.code, base_offset=-1, error_message=error.message
         )
-    return part_cls(
+    return PartitionProduceResponse(
         index=index,
         error_code=0,
         base_offset=outcome.base_offset,
