@@ -11,11 +11,17 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: up down status test test-faults lint bench system-deps deps clean
 
+# ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
+# (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin.
 system-deps:
-	@if [ ! -f /usr/share/java/zookeeper.jar ] || ! command -v java >/dev/null; then \
-		echo "installing zookeeper and a JDK from Debian"; \
+	@missing=""; \
+	{ [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null; } || missing="zookeeper default-jre-headless"; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	{ command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ]; } || missing="$$missing nats-server"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing from Debian:$$missing"; \
 		$(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq zookeeper default-jre-headless >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
 $(STAMP): pyproject.toml
@@ -58,8 +64,10 @@ test: deps lint
 test-faults: deps
 	$(VENV)/bin/pytest -q -m faults
 
+# pafka beside Redis Streams and NATS JetStream: the default comparison (100-byte records, 1 and
+# 6 partitions, acks 1, RF 1), report under bench/results/<UTC time>/. BENCH_ARGS adds options.
 bench: deps
-	$(PYTHON) -m bench.produce_fetch
+	$(PAFKA) bench --workloads default $(BENCH_ARGS)
 
 clean: down
 	rm -rf $(PAFKA_HOME)
