@@ -243,11 +243,7 @@ class ClientDriver:
             drain_at = _deadline(workload) + DRAIN_S
             while tally.records < count and time.perf_counter() < drain_at:
                 tally.add(_values(_next_batch(consumer, count - tally.records)))
-                if tally.idle_for_too_long():
-                    raise RuntimeError(
-                        f"{NAME} consumer {worker}: nothing for {IDLE_TIMEOUT_S:.0f}s, "
-                        f"{tally.records} of {count} records read"
-                    )
+                tally.raise_if_idle(f"{NAME} consumer {worker} of {topic}", count)
             return tally.stats()
         finally:
             consumer.close()

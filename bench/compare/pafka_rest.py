@@ -185,11 +185,7 @@ async def _consume(
                 answer = orjson.loads(body)
                 tally.add(base64.b64decode(r["value"]) for r in answer["records"])
                 offset = answer["next_offset"]
-                if tally.idle_for_too_long():
-                    raise RuntimeError(
-                        f"{NAME} consumer {worker}: nothing for {IDLE_TIMEOUT_S:.0f}s on "
-                        f"partition {partition} at offset {offset}"
-                    )
+                tally.raise_if_idle(f"{NAME} consumer {worker}, partition {partition}", count)
         finally:
             client.close()
 

@@ -121,7 +121,9 @@ def default_set(message_count: int = 300_000) -> list[Workload]:
 
 
 def smoke_set() -> list[Workload]:
-    return [make(100, 1, 1, 1, "1", 1, SMOKE_COUNT), make(1024, 6, 2, 2, "1", 1, SMOKE_COUNT)]
+    """One small workload with every moving part: several partitions, producer and consumer
+    processes (so a shared group of two), records of more than one packet."""
+    return [make(1024, 6, 2, 2, "1", 1, SMOKE_COUNT)]
 
 
 SETS = {"default": default_set, "smoke": smoke_set, "full": full_matrix}
