@@ -13,6 +13,9 @@ Run locally (the ``spark`` extra installed; a gateway on 127.0.0.1:8082)::
     .venv/bin/python spark-jobs/event_windows.py --gateway http://127.0.0.1:8082 \\
         --input events --output event-totals --checkpoint /tmp/event-windows
 
+A gateway started with bearer tokens needs ``PAFKA_SPARK_TOKEN`` set to one (on Kubernetes, the
+chart's ``spark.tokenSecret`` puts a Secret's token there in the driver pod).
+
 On Kubernetes it runs in the Spark job image (``docker build --target spark -t pafka-spark .``,
 which holds this file at /opt/pafka/spark-jobs/) with the chart's driver account
 (``--set spark.enabled=true``); the checkpoint must outlive the driver pod (shared storage).
@@ -48,6 +51,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from pafka.spark import register
+from pafka.spark.options import token_from_env
 
 EVENT_SCHEMA = "key string, amount double, event_time timestamp"
 
@@ -85,6 +89,7 @@ def extract(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
     return (
         spark.readStream.format("pafka")
         .option("gateway", args.gateway)
+        .options(**token_from_env(os.environ))
         .option("subscribe", args.input)
         .option("startingOffsets", args.starting_offsets)
         .load()
@@ -96,6 +101,7 @@ def load(results: DataFrame, args: argparse.Namespace) -> StreamingQuery:
         results.writeStream.format("pafka")
         .outputMode("append")
         .option("gateway", args.gateway)
+        .options(**token_from_env(os.environ))
         .option("topic", args.output)
         .option("checkpointLocation", args.checkpoint)
     )

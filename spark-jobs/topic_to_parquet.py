@@ -11,6 +11,9 @@ Run locally (the ``spark`` extra installed; a gateway on 127.0.0.1:8082)::
     .venv/bin/python spark-jobs/topic_to_parquet.py --gateway http://127.0.0.1:8082 \\
         --topic events --output /tmp/events-parquet
 
+A gateway started with bearer tokens needs ``PAFKA_SPARK_TOKEN`` set to one (on Kubernetes, the
+chart's ``spark.tokenSecret`` puts a Secret's token there in the driver pod).
+
 On Kubernetes it runs in the Spark job image (``docker build --target spark -t pafka-spark .``,
 which holds this file at /opt/pafka/spark-jobs/) with the chart's driver account
 (``--set spark.enabled=true``); the output must be shared storage. With the Kubeflow
@@ -45,6 +48,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pafka.spark import register
+from pafka.spark.options import token_from_env
 
 
 def records_table(records: DataFrame) -> DataFrame:
@@ -69,6 +73,7 @@ def extract(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
     reader = (
         spark.read.format("pafka")
         .option("gateway", args.gateway)
+        .options(**token_from_env(os.environ))
         .option("subscribe", args.topic)
         .option("startingOffsets", args.starting_offsets)
         .option("endingOffsets", args.ending_offsets)

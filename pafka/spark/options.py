@@ -22,6 +22,11 @@ name and ``kafka.bootstrap.servers`` into ``gateway``::
 
 Partitions that a JSON offset object leaves out start at earliest and end at latest.
 Option names are case-insensitive, as everywhere in Spark.
+
+Jobs (spark-jobs/) take the token from the environment variable ``PAFKA_SPARK_TOKEN``
+(:func:`token_from_env`), never from their command line, which Spark shows in its UI and logs;
+on Kubernetes the chart fills it from a Secret in the driver pod. The driver is enough: the
+options travel to the executors inside the query plan.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from pafka.spark.errors import OptionError
 
 EARLIEST = -2
 LATEST = -1
+TOKEN_ENV = "PAFKA_SPARK_TOKEN"
 
 TopicPartition = tuple[str, int]
 # "earliest", "latest", or offsets by partition (which may be EARLIEST / LATEST)
@@ -98,6 +104,12 @@ _READ = _COMMON | {
     "includeheaders",
 }
 _WRITE = _COMMON | {"topic", "checkpointlocation"}
+
+
+def token_from_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The ``token`` option from ``PAFKA_SPARK_TOKEN``, or no option when it is unset."""
+    token = env.get(TOKEN_ENV, "").strip()
+    return {"token": token} if token else {}
 
 
 def parse_read(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:

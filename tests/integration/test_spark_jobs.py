@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from tests.integration.conftest import ClusterHandle
 from tests.integration.test_spark_source import produce, read_all, spark, values
@@ -39,7 +39,7 @@ def event(key: str, amount: float, seconds: int) -> bytes:
     return json.dumps({"key": key, "amount": amount, "event_time": when}).encode()
 
 
-def kafka_rows(spark: SparkSession, payloads: list[bytes]):  # type: ignore[no-untyped-def]
+def kafka_rows(spark: SparkSession, payloads: list[bytes]) -> DataFrame:
     rows = [(None, p, "t", 0, i, T0, 0, [("h", b"x")]) for i, p in enumerate(payloads)]
     return spark.createDataFrame(
         rows,

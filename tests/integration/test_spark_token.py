@@ -25,7 +25,9 @@ pytest.importorskip("pyspark")
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from pafka.local.zookeeper import free_port
+from pafka.spark.options import TOKEN_ENV
 from tests.integration.conftest import ClusterHandle
+from tests.integration.test_spark_jobs import job as load_job
 from tests.integration.test_spark_source import read_all, spark, values
 
 __all__ = ["spark"]  # the session fixture, shared with the source's tests
@@ -154,3 +156,22 @@ def test_a_missing_or_wrong_token_fails_at_once_and_clearly(
         assert f"gateway {guarded} refused" in message, message
         assert "httpx" not in message, message
     assert read_all(cluster.gateways[0], topic) == []
+
+
+def test_jobs_take_the_token_from_the_environment(
+    spark: SparkSession,
+    cluster: ClusterHandle,
+    guarded: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cluster.create_topic("spark-auth-job", partitions=1, replication_factor=3)
+    write(spark, guarded, "spark-auth-job", GOOD, 5)
+    job = load_job("topic_to_parquet")
+    args = ["--gateway", guarded, "--topic", "spark-auth-job", "--output", str(tmp_path / "out")]
+    with pytest.raises(Exception, match="check the token option"):
+        job.main(args, spark)
+    monkeypatch.setenv(TOKEN_ENV, GOOD)
+    job.main(args, spark)
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(r.value for r in rows) == [f"t{i}" for i in range(5)]

@@ -23,6 +23,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from pafka.spark.options import TOKEN_ENV
 from tests.unit.test_dockerfile import DOCKERFILE, parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -218,6 +219,22 @@ def test_image_digest_replaces_the_tag() -> None:
         assert app["spec"]["image"] == f"r/s@{digest}"
 
 
+def test_token_secret_reaches_the_driver_as_the_jobs_variable() -> None:
+    secret = {"name": "pafka-spark-token", "key": "bearer"}
+    values = {"spark": {**SPARK_ON["spark"], "tokenSecret": secret}}
+    apps = [d for d in render(values) if d["kind"] == "SparkApplication"]
+    assert len(apps) == 2
+    for app in apps:
+        conf = app["spec"]["sparkConf"]
+        # Spark's own property: the Secret's key as an environment variable of the driver pod.
+        assert (
+            conf[f"spark.kubernetes.driver.secretKeyRef.{TOKEN_ENV}"] == "pafka-spark-token:bearer"
+        )
+        assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    for app in applications().values():  # no Secret named, no variable
+        assert not any("secretKeyRef" in k for k in app["spec"]["sparkConf"])
+
+
 def submit_command(docstring: str) -> list[str]:
     """The words of the ``spark-submit`` command in a job's docstring."""
     (block,) = re.findall(r"^ *(spark-submit .*?)(?:\n\n|\Z)", docstring, re.S | re.M)
@@ -274,6 +291,8 @@ BAD_SPARK_VALUES = {
     "parquet without output": {"topicToParquet": {"enabled": True}},
     "negative min partitions": {"topicToParquet": {"minPartitions": -1}},
     "bad spark version": {"sparkVersion": "4"},
+    "bad token secret name": {"tokenSecret": {"name": "My Secret"}},
+    "token secret without key": {"tokenSecret": {"name": "s", "key": ""}},
 }
 
 

@@ -54,7 +54,12 @@ spec:
     {{- range .arguments }}
     - {{ . | quote }}
     {{- end }}
-  {{- with $spark.sparkConf }}
+  {{- $conf := deepCopy $spark.sparkConf }}
+  {{- with $spark.tokenSecret.name }}
+  {{- /* Spark puts the Secret's key into the driver pod's environment, for the job to read. */}}
+  {{- $_ := set $conf "spark.kubernetes.driver.secretKeyRef.PAFKA_SPARK_TOKEN" (printf "%s:%s" . $spark.tokenSecret.key) }}
+  {{- end }}
+  {{- with $conf }}
   sparkConf:
     {{- range $key, $value := . }}
     {{ $key | quote }}: {{ include "pafka.scalar" $value | quote }}
