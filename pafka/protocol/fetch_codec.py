@@ -1,8 +1,24 @@
-"""Fetch responses encoded by hand: the broker's read path.
+"""Fetch requests decoded and Fetch responses encoded by hand: the broker's read path.
 
-A fetch response is a few fixed fields around each partition's record bytes, which come from
-segment files and are copied once, into the frame. Tests check the bytes against the generic
-codec (kafka-python's schema walker) for every served version.
+A fetch request is a few numbers per partition, decoded directly. A fetch response is a few
+fixed fields around each partition's record bytes, which come from segment files and are
+copied once, into the frame. Tests check both directions against the generic codec
+(kafka-python's schema walker) for every served version.
+
+Request (header v1, or v2 from v12; flexible from v12, KIP-482)::
+
+    replica_id int32, max_wait_ms int32, min_bytes int32, max_bytes int32,
+    isolation_level int8, session_id int32 (v7+), session_epoch int32 (v7+),
+    topics array of: topic string,
+        partitions array of:
+            partition int32, current_leader_epoch int32 (v9+), fetch_offset int64,
+            last_fetched_epoch int32 (v12+), log_start_offset int64 (v5+),
+            partition_max_bytes int32 [v12: tagged fields]
+        [v12: tagged fields]
+    forgotten_topics_data (v7+) array of: topic string, partitions array of int32
+        [v12: tagged fields]
+    rack_id string (v11+)
+    [v12: tagged fields: cluster_id, not used]
 
 Response (header: correlation_id int32 [v12: tagged fields], flexible from v12, KIP-482)::
 
@@ -24,12 +40,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pafka.errors import ProtocolError
 from pafka.protocol.wire import (
+    HEADER_FIXED_BYTES,
     INT16,
     INT32,
     INT64,
     NO_TAGGED_FIELDS,
     Buffer,
+    Reader,
     end_frame,
     start_response,
     write_array_length,
@@ -38,6 +57,108 @@ from pafka.protocol.wire import (
 )
 
 FLEXIBLE_FROM_VERSION = 12
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    partition_max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTopic:
+    topic: str
+    partitions: list[FetchPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class ForgottenTopic:
+    topic: str
+    partitions: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRequestBody:
+    """A decoded Fetch request body; attribute names are the generic codec's."""
+
+    replica_id: int
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchTopic]
+    forgotten_topics_data: list[ForgottenTopic]
+    rack_id: str
+
+
+def decode_fetch_request(frame: memoryview, version: int) -> tuple[str | None, FetchRequestBody]:
+    """(client_id, body) of a Fetch request frame whose header was already peeked."""
+    flexible = version >= FLEXIBLE_FROM_VERSION
+    r = Reader(frame, HEADER_FIXED_BYTES)
+    client_id = r.nullable_string(compact=False)  # compact in no header version
+    if flexible:
+        r.skip_tagged_fields()
+    replica_id, max_wait_ms, min_bytes, max_bytes = r.int32(), r.int32(), r.int32(), r.int32()
+    isolation_level = r.int8()
+    session_id, session_epoch = (r.int32(), r.int32()) if version >= 7 else (0, -1)
+    topics = []
+    for _ in range(r.array_length(flexible)):
+        topic = r.string(flexible)
+        partitions = []
+        for _ in range(r.array_length(flexible)):
+            partition = r.int32()
+            leader_epoch = r.int32() if version >= 9 else -1
+            fetch_offset = r.int64()
+            last_fetched_epoch = r.int32() if version >= 12 else -1
+            log_start_offset = r.int64() if version >= 5 else -1
+            partitions.append(
+                FetchPartition(
+                    partition,
+                    leader_epoch,
+                    fetch_offset,
+                    last_fetched_epoch,
+                    log_start_offset,
+                    r.int32(),
+                )
+            )
+            if flexible:
+                r.skip_tagged_fields()
+        if flexible:
+            r.skip_tagged_fields()
+        topics.append(FetchTopic(topic, partitions))
+    forgotten = []
+    if version >= 7:
+        for _ in range(r.array_length(flexible)):
+            topic = r.string(flexible)
+            forgotten.append(
+                ForgottenTopic(topic, [r.int32() for _ in range(r.array_length(flexible))])
+            )
+            if flexible:
+                r.skip_tagged_fields()
+    rack_id = r.string(flexible) if version >= 11 else ""
+    if flexible:
+        r.skip_tagged_fields()
+    if r.pos != len(frame):
+        raise ProtocolError(f"{len(frame) - r.pos} bytes after the Fetch request")
+    body = FetchRequestBody(
+        replica_id,
+        max_wait_ms,
+        min_bytes,
+        max_bytes,
+        isolation_level,
+        session_id,
+        session_epoch,
+        topics,
+        forgotten,
+        rack_id,
+    )
+    return client_id, body
 
 
 @dataclass(frozen=True, slots=True)

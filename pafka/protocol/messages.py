@@ -13,6 +13,7 @@ can be answered (ApiVersions) or logged with its correlation id.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +43,15 @@ from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from pafka.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
-from pafka.protocol.fetch_codec import FetchResponseBody
+from pafka.protocol.fetch_codec import FetchResponseBody, decode_fetch_request
 from pafka.protocol.produce_codec import ProduceResponseBody, decode_produce_request
 from pafka.protocol.versions import SUPPORTED, ApiKey
 
 HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+_FAST_DECODERS: dict[ApiKey, Callable[[memoryview, int], tuple[str | None, Any]]] = {
+    ApiKey.PRODUCE: decode_produce_request,
+    ApiKey.FETCH: decode_fetch_request,
+}
 
 _REQUESTS: dict[ApiKey, Any] = {
     ApiKey.PRODUCE: ProduceRequest,
@@ -151,12 +156,13 @@ def decode_request(frame: bytes | memoryview, served: frozenset[ApiKey] | None =
         raise UnsupportedRequestError(
             peeked, f"{key.name} v{peeked.api_version} is not served (versions {low}-{high})"
         )
-    if key is ApiKey.PRODUCE:
-        # The write path: decoded by hand, records left as views into the frame.
-        client_id, produce = decode_produce_request(memoryview(frame), peeked.api_version)
+    fast = _FAST_DECODERS.get(key)
+    if fast is not None:
+        # The write and read paths, decoded by hand; produced records stay views into the frame.
+        client_id, fast_body = fast(memoryview(frame), peeked.api_version)
         return Request(
             RequestHeader(peeked.api_key, peeked.api_version, peeked.correlation_id, client_id),
-            produce,
+            fast_body,
         )
     try:
         body = _REQUESTS[key].decode(bytes(frame), version=peeked.api_version, header=True)

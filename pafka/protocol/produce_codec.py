@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from pafka.errors import ProtocolError
 from pafka.protocol.wire import (
+    HEADER_FIXED_BYTES,
     INT16,
     INT32,
     INT64,
@@ -49,7 +50,6 @@ from pafka.protocol.wire import (
 )
 
 FLEXIBLE_FROM_VERSION = 9
-HEADER_FIXED_BYTES = 8  # api_key, api_version, correlation_id
 
 
 @dataclass(frozen=True, slots=True)

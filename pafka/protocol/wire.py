@@ -15,10 +15,12 @@ from pafka.errors import ProtocolError
 
 Buffer = bytes | bytearray | memoryview
 
+INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 NO_TAGGED_FIELDS = b"\x00"
+HEADER_FIXED_BYTES = 8  # a request header's api_key, api_version, correlation_id
 
 
 class Reader:
@@ -37,12 +39,20 @@ class Reader:
         self.pos = start + size
         return start
 
+    def int8(self) -> int:
+        value: int = INT8.unpack_from(self.buf, self._take(1))[0]
+        return value
+
     def int16(self) -> int:
         value: int = INT16.unpack_from(self.buf, self._take(2))[0]
         return value
 
     def int32(self) -> int:
         value: int = INT32.unpack_from(self.buf, self._take(4))[0]
+        return value
+
+    def int64(self) -> int:
+        value: int = INT64.unpack_from(self.buf, self._take(8))[0]
         return value
 
     def uvarint(self) -> int:

@@ -12,7 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pafka.errors import ProtocolError
-from pafka.protocol.fetch_codec import FetchableTopicResponse, FetchResponseBody, PartitionData
+from pafka.protocol.fetch_codec import (
+    FetchableTopicResponse,
+    FetchRequestBody,
+    FetchResponseBody,
+    PartitionData,
+)
 from pafka.protocol.messages import RequestHeader, decode_request, request_class, response_class
 from pafka.protocol.produce_codec import (
     PartitionProduceResponse,
@@ -146,6 +151,136 @@ def test_arbitrary_produce_bodies_decode_or_raise_protocol_errors(
     frame = b"\x00\x00" + version.to_bytes(2, "big") + b"\x00\x00\x00\x01" + tail
     with contextlib.suppress(ProtocolError):
         assert isinstance(decode_request(frame).body, ProduceRequestBody)
+
+
+# -- Fetch requests -------------------------------------------------------------------------------
+
+fetch_partition_fields = st.tuples(int32s, int32s, int64s, int32s, int64s, int32s)
+fetch_topics = st.lists(st.tuples(names, st.lists(fetch_partition_fields, max_size=4)), max_size=4)
+forgotten_topics = st.lists(st.tuples(names, st.lists(int32s, max_size=4)), max_size=3)
+
+
+def _fetch_request_frame(version: int, client_id: str | None, values: dict[str, Any]) -> bytes:
+    cls = request_class(ApiKey.FETCH)[version]
+    topic_cls = cls.FetchTopic
+    body = cls(
+        replica_id=values["replica_id"],
+        max_wait_ms=values["max_wait_ms"],
+        min_bytes=values["min_bytes"],
+        max_bytes=values["max_bytes"],
+        isolation_level=values["isolation_level"],
+        session_id=values["session_id"],
+        session_epoch=values["session_epoch"],
+        topics=[
+            topic_cls(
+                topic=name,
+                partitions=[
+                    topic_cls.FetchPartition(
+                        partition=p[0],
+                        current_leader_epoch=p[1],
+                        fetch_offset=p[2],
+                        last_fetched_epoch=p[3],
+                        log_start_offset=p[4],
+                        partition_max_bytes=p[5],
+                    )
+                    for p in parts
+                ],
+            )
+            for name, parts in values["topics"]
+        ],
+        forgotten_topics_data=[
+            cls.ForgottenTopic(topic=name, partitions=ids) for name, ids in values["forgotten"]
+        ],
+        rack_id=values["rack_id"],
+    )
+    body.with_header(correlation_id=11, client_id=client_id)
+    return bytes(body.encode(version=version, header=True, framed=True))[4:]
+
+
+def _plain_fetch(body: Any, version: int) -> tuple[Any, ...]:
+    return (
+        body.replica_id,
+        body.max_wait_ms,
+        body.min_bytes,
+        body.max_bytes,
+        body.isolation_level,
+        body.session_id if version >= 7 else None,
+        body.session_epoch if version >= 7 else None,
+        [
+            (
+                t.topic,
+                [
+                    (
+                        p.partition,
+                        p.current_leader_epoch,
+                        p.fetch_offset,
+                        p.last_fetched_epoch,
+                        p.log_start_offset,
+                        p.partition_max_bytes,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in body.topics
+        ],
+        [(f.topic, list(f.partitions)) for f in body.forgotten_topics_data or []],
+        body.rack_id,
+    )
+
+
+@settings(max_examples=300)
+@given(
+    version=FETCH_VERSIONS,
+    client_id=st.none() | names,
+    values=st.fixed_dictionaries(
+        {
+            "replica_id": int32s,
+            "max_wait_ms": int32s,
+            "min_bytes": int32s,
+            "max_bytes": int32s,
+            "isolation_level": st.integers(-128, 127),
+            "session_id": int32s,
+            "session_epoch": int32s,
+            "topics": fetch_topics,
+            "forgotten": forgotten_topics,
+            "rack_id": names,
+        }
+    ),
+)
+def test_fetch_request_decodes_as_the_generic_codec_does(
+    version: int, client_id: str | None, values: dict[str, Any]
+) -> None:
+    frame = _fetch_request_frame(version, client_id, values)
+    fast = decode_request(frame)
+    assert isinstance(fast.body, FetchRequestBody)
+    generic = request_class(ApiKey.FETCH).decode(frame, version=version, header=True)
+    assert fast.header == RequestHeader(ApiKey.FETCH, version, 11, client_id)
+    assert _plain_fetch(fast.body, version) == _plain_fetch(generic, version)
+    assert fast.body.max_wait_ms == values["max_wait_ms"]
+
+
+@given(version=FETCH_VERSIONS, topics=fetch_topics, data=st.data())
+def test_truncated_or_extended_fetch_requests_are_protocol_errors(
+    version: int, topics: list[Any], data: st.DataObject
+) -> None:
+    values = {
+        "replica_id": -1,
+        "max_wait_ms": 500,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": topics,
+        "forgotten": [],
+        "rack_id": "",
+    }
+    frame = _fetch_request_frame(version, "client", values)
+    cut = data.draw(st.integers(8, len(frame) - 1))
+    with pytest.raises(ProtocolError):
+        decode_request(frame[:cut])
+    with pytest.raises(ProtocolError):
+        decode_request(frame + data.draw(st.binary(min_size=1, max_size=8)))
 
 
 # -- Produce responses ----------------------------------------------------------------------------
