@@ -105,7 +105,7 @@ def measure(
     finally:
         bar.close()
         _end(workers)
-    return _result(base, workers, cpu_used)
+    return _result(base, workers, cpu_used, timed=workload.duration_s is not None)
 
 
 def _await_ready(
@@ -161,7 +161,7 @@ def _end(workers: _Workers) -> None:
             process.close()
 
 
-def _result(base: RunResult, workers: _Workers, cpu_used: float) -> RunResult:
+def _result(base: RunResult, workers: _Workers, cpu_used: float, timed: bool) -> RunResult:
     produced = [s for (role, _), s in workers.stats.items() if role == "produce"]
     consumed = [s for (role, _), s in workers.stats.items() if role == "consume"]
     latencies: list[int] = []
@@ -169,9 +169,12 @@ def _result(base: RunResult, workers: _Workers, cpu_used: float) -> RunResult:
         assert isinstance(stats, ConsumeStats)
         latencies.extend(stats.latencies_us)
     assert all(isinstance(s, ProduceStats) for s in produced)
+    total = sum(s.records for s in produced)
     return replace(
         base,
-        produced=sum(s.records for s in produced),
+        # A run with a duration expects every record its producers managed to send.
+        expected=total if timed else base.expected,
+        produced=total,
         # Workers run side by side: the slowest one's time is the run's.
         produce_s=max((s.seconds for s in produced), default=0.0),
         consumed=sum(s.records for s in consumed),

@@ -25,7 +25,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from bench.compare import pafka_kafka
-from bench.compare.client_loop import ChunkedProgress, ConsumeTally, apaced_batches
+from bench.compare.client_loop import (
+    ChunkedProgress,
+    ConsumeTally,
+    apaced_batches,
+    read_deadline,
+    send_deadline,
+)
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
 from bench.gateway import HttpClient
 
@@ -104,9 +110,7 @@ async def _produce(
     host, port = _gateway(endpoint)
     remaining = _partition_shares(count, workload.partitions, worker)
     order = list(remaining)
-    deadline = (
-        float("inf") if workload.duration_s is None else time.perf_counter() + workload.duration_s
-    )
+    deadline = send_deadline(workload)
     work: asyncio.Queue[tuple[int, int] | None] = asyncio.Queue(maxsize=IN_FLIGHT * 2)
     chunks = ChunkedProgress(progress)
     failures: list[str] = []
@@ -115,7 +119,7 @@ async def _produce(
     async def feed() -> None:
         turn = 0
         async for due in apaced_batches(count, rate_per_s, BATCH_RECORDS):
-            if time.perf_counter() > deadline:
+            if time.monotonic() > deadline:
                 break
             while due:
                 partition = order[turn % len(order)]
@@ -167,12 +171,13 @@ async def _consume(
     per_partition = count // len(mine)
     progress(0)  # range reads need no join: ready at once
     tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
+    drain_at = read_deadline(workload)
 
     async def read(partition: int) -> None:
         client = await HttpClient.open(host, port)
         offset = 0
         try:
-            while offset < per_partition:
+            while offset < per_partition and time.monotonic() < drain_at:
                 head = (
                     f"GET /topics/{topic}/partitions/{partition}/records?offset={offset}"
                     f"&max_records={min(READ_RECORDS, per_partition - offset)}"

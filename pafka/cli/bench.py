@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from pafka.errors import ConfigError
 SYSTEMS = ("pafka-kafka", "pafka-rest", "redis-streams", "nats-jetstream")
 # A smoke run's paced latency phase: long enough for a few hundred records.
 SMOKE_LATENCY_S = 0.5
+# Records a run with a duration may send at most, unless --count says otherwise.
+DURATION_CAP_RECORDS = 100_000_000
 
 
 def register(sub: Any) -> None:
@@ -39,6 +42,13 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--repetitions", type=int, default=1)
     parser.add_argument("--count", type=int, default=None, help="records per throughput run")
+    parser.add_argument(
+        "--duration-s",
+        type=float,
+        default=None,
+        help="stop each throughput run's producers after this long (consumers read on until "
+        "they have every record sent); --count then only caps the run",
+    )
     parser.add_argument(
         "--latency-seconds", type=float, default=10.0, help="length of each paced run"
     )
@@ -72,6 +82,11 @@ def bench(args: argparse.Namespace) -> int:
         )
     except (registry.UnknownSystemError, workloads.WorkloadError) as exc:
         raise ConfigError(str(exc)) from exc
+    if args.duration_s is not None:
+        if args.duration_s <= 0:
+            raise ConfigError("--duration-s must be positive")
+        cap = args.count or DURATION_CAP_RECORDS
+        chosen = [replace(w, duration_s=args.duration_s, message_count=cap) for w in chosen]
     out = args.out or Path("bench/results") / time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     options = runner.Options(
         systems=systems,
