@@ -191,15 +191,11 @@ class ClientDriver:
         for due in paced_batches(count, rate_per_s, PRODUCE_BATCH_RECORDS):
             if time.monotonic() > deadline:
                 break
+            by_partition: dict[int, list[dict[str, Any]]] = {}
             for partition in itertools.islice(partitions, due):
-                while True:
-                    try:
-                        producer.produce(
-                            topic, stamp(size), partition=partition, on_delivery=failed
-                        )
-                        break
-                    except BufferError:  # the client's queue is full: let it drain
-                        producer.poll(0.005)
+                by_partition.setdefault(partition, []).append({"value": stamp(size)})
+            for partition, messages in by_partition.items():
+                _enqueue(producer, topic, partition, messages, failed)
             sent += due
             producer.poll(0)
             chunks.add(due)
@@ -249,6 +245,23 @@ class ClientDriver:
             return tally.stats()
         finally:
             consumer.close()
+
+
+def _enqueue(
+    producer: Any, topic: str, partition: int, messages: list[dict[str, Any]], failed: Any
+) -> None:
+    """Hand ``messages`` to the client with ``produce_batch`` (one call, not one per record),
+    waiting for room while its queue is full."""
+    while messages:
+        queued = producer.produce_batch(topic, messages, partition=partition, on_delivery=failed)
+        if queued == len(messages):
+            return
+        refused = [m for m in messages if "_error" in m]
+        errors = {str(m.pop("_error")) for m in refused}
+        if any("QUEUE_FULL" not in e and "Queue full" not in e for e in errors):
+            raise RuntimeError(f"{NAME}: the client refused records: {sorted(errors)[0]}")
+        messages = refused
+        producer.poll(0.005)  # the client's queue is full: let it drain
 
 
 def _next_batch(consumer: Any, most: int) -> list[Any]:
