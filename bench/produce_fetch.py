@@ -8,19 +8,24 @@ Run against a running cluster or let it start a local one:
 For each partition count it creates a fresh topic (replication factor 1), produces ``--records``
 records with acks=1 from one producer, then reads them all back from the beginning with one
 consumer (assign, no group), and prints records/s and MB/s for both phases, plus the RSS of
-every broker process when the cluster is local.
+every broker process when the cluster is local. With ``--latency-rate N`` it then produces at N
+records/s (acks=1, 1 ms linger) for ``--latency-seconds`` while a consumer in another process
+reads them, and prints end-to-end latency percentiles (send time carried in each record).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import struct
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RECORD_BYTES = 100
+SENT_NS = struct.Struct(">q")  # the latency phase's send time, first in each record
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,87 @@ def fetch_raw(bootstrap: str, topic: str, records: int) -> tuple[Phase, float]:
     return Phase("fetchraw", seen_records, elapsed), seen_bytes / elapsed / 1e6
 
 
+def _latency_consumer(bootstrap: str, topic: str, records: int, out: Any) -> None:
+    """Read ``records`` records; send back (sent_ns, latency_ns) of every 10th."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            "fetch.queue.backoff.ms": 1,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out.put("ready")
+    seen, samples = 0, []
+    while seen < records:
+        # A 1 ms wait at most: consume() holds out for the whole batch until its timeout.
+        for msg in consumer.consume(10_000, timeout=0.001):
+            if msg.error() is None:
+                seen += 1
+                value = msg.value()
+                if seen % 10 == 0 and value is not None:
+                    (sent_ns,) = SENT_NS.unpack_from(value)
+                    samples.append(time.time_ns() - sent_ns)
+    consumer.close()
+    out.put(samples)
+
+
+def latency(bootstrap: str, topic: str, rate_per_s: int, seconds: float) -> str:
+    """End-to-end latency at a paced produce rate (acks=1, 1 ms linger), one partition."""
+    import multiprocessing
+
+    from confluent_kafka import Producer
+
+    records = int(rate_per_s * seconds)
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    reader = ctx.Process(target=_latency_consumer, args=(bootstrap, topic, records, queue))
+    reader.start()
+    queue.get()
+    time.sleep(1.0)  # the consumer's first fetch is in flight before the clock starts
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "linger.ms": 1,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "enable.idempotence": False,
+        }
+    )
+    padding = os.urandom(RECORD_BYTES - SENT_NS.size)
+    started = time.perf_counter()
+    sent = 0
+    while sent < records:
+        # Send what is due by now, then sleep to the next millisecond's share.
+        due = min(records, int((time.perf_counter() - started) * rate_per_s) + 1)
+        while sent < due:
+            producer.produce(topic, SENT_NS.pack(time.time_ns()) + padding, partition=0)
+            sent += 1
+        producer.poll(0)
+        pause = started + sent / rate_per_s - time.perf_counter()
+        if pause > 0:
+            time.sleep(min(pause, 0.001))
+    producer.flush(60)
+    elapsed = time.perf_counter() - started
+    samples = queue.get()
+    reader.join()
+    # The first fifth is warm-up (connections, the consumer's first fetches).
+    ms = sorted(x / 1e6 for x in samples[len(samples) // 5 :])
+
+    def pct(q: float) -> float:
+        return ms[min(len(ms) - 1, int(len(ms) * q))]
+
+    return (
+        f"latency  rate={records / elapsed:,.0f} records/s  p50 {pct(0.5):.1f} ms  "
+        f"p99 {pct(0.99):.1f} ms  p99.9 {pct(0.999):.1f} ms  max {ms[-1]:.1f} ms"
+    )
+
+
 def page_cache_read_mb_per_s(data_dir: Path, topic: str) -> float:
     """Baseline: the same partition's segment files read in 10 MiB preads from the page cache."""
     files = sorted((data_dir / f"{topic}-0").glob("*.log"))
@@ -193,6 +279,8 @@ def main() -> None:
     parser.add_argument("--bootstrap", help="bootstrap servers; default: start a local cluster")
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--partitions", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--latency-rate", type=int, help="also measure latency at this rate/s")
+    parser.add_argument("--latency-seconds", type=float, default=10.0)
     args = parser.parse_args()
 
     cluster = None
@@ -223,6 +311,10 @@ def main() -> None:
                         f"broker fetch / baseline = {mb_per_s / baseline:.2f}",
                         flush=True,
                     )
+        if args.latency_rate:
+            topic = f"bench-latency-{uuid.uuid4().hex[:6]}"
+            create_topic(bootstrap, topic, 1)
+            print(latency(bootstrap, topic, args.latency_rate, args.latency_seconds), flush=True)
         if cluster is not None:
             for broker_id, pid in cluster.broker_pids().items():
                 print(f"broker {broker_id} RSS {rss_mib(pid):.0f} MiB")
