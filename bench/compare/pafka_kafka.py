@@ -92,11 +92,11 @@ class System:
             pids.append(zookeeper.process.pid)
         return pids
 
-    def profile_pids(self) -> list[int]:
-        """The processes worth a py-spy profile: brokers and gateways."""
+    def profile_pids(self) -> dict[str, int]:
+        """The processes worth a py-spy profile, by name: brokers and gateways."""
         if self.cluster is None:
-            return []
-        return [s.pid for s in self.cluster.services.values() if s.kind != "controller"]
+            return {}
+        return {s.name: s.pid for s in self.cluster.services.values() if s.kind != "controller"}
 
     def create_stream(self, endpoint: Endpoint, topic: str, workload: Workload) -> None:
         create_topic(endpoint.address, topic, workload)

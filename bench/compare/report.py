@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.compare import registry
+from bench.compare.profiles import Profile
+from bench.compare.profiles import read as read_profile
 from bench.compare.results import RunResult, Summary, same_run_ratios, summarize
 from bench.compare.runner import Outcome
 from bench.compare.targets import Check, checks
@@ -98,7 +100,7 @@ def check_line(check: Check, profile: str | None) -> str:
     if check.met:
         return f"- {check.workload}: {check.what} = {value} ({check.sense} {limit}): met"
     where = (
-        f"see the py-spy profiles in `{profile}/`"
+        f"see where the servers spent their time below (py-spy samples in `{profile}/`)"
         if profile
         else "run `pafka bench --profile` for py-spy flame graphs of the broker and gateway"
     )
@@ -108,7 +110,11 @@ def check_line(check: Check, profile: str | None) -> str:
 
 
 def render(
-    machine: dict[str, str], outcome: Outcome, figures: dict[str, list[str]], note: str = ""
+    machine: dict[str, str],
+    outcome: Outcome,
+    figures: dict[str, list[str]],
+    note: str = "",
+    profiles: dict[str, Profile] | None = None,
 ) -> str:
     results = outcome.results
     workloads = list(dict.fromkeys(r.workload for r in results))
@@ -144,7 +150,31 @@ def render(
     if found:
         out += ["", "## Issue 8's targets", ""]
         out += [check_line(c, outcome.profiles.get(c.workload)) for c in found]
+    if profiles:
+        out += ["", "## Where pafka's servers spent their time (py-spy, throughput runs)", ""]
+        out += profile_lines(profiles)
     return "\n".join(out) + "\n"
+
+
+def profile_lines(profiles: dict[str, Profile]) -> list[str]:
+    """Per profiled process: its top functions by own time and by time including callees."""
+    lines: list[str] = []
+    for name, profile in profiles.items():
+        own = ", ".join(f"`{h.frame}` {h.share:.0%}" for h in profile.self_time[:5])
+        total = ", ".join(f"`{h.frame}` {h.share:.0%}" for h in profile.inclusive[:5])
+        lines.append(f"- `{name}` ({profile.samples} samples): own time: {own}")
+        lines.append(f"  - including callees: {total}")
+    return lines
+
+
+def read_profiles(folder: Path, outcome: Outcome) -> dict[str, Profile]:
+    found: dict[str, Profile] = {}
+    for workload, sub in outcome.profiles.items():
+        for path in sorted((folder / sub).glob(f"{workload}-*.txt")):
+            profile = read_profile(path)
+            if profile.samples:
+                found[f"{sub}/{path.name}"] = profile
+    return found
 
 
 def plots(outcome: Outcome, folder: Path) -> dict[str, list[str]]:
@@ -217,5 +247,5 @@ def write(machine: dict[str, str], outcome: Outcome, folder: Path, note: str = "
     folder.mkdir(parents=True, exist_ok=True)
     figures = plots(outcome, folder)
     path = folder / "report.md"
-    path.write_text(render(machine, outcome, figures, note))
+    path.write_text(render(machine, outcome, figures, note, read_profiles(folder, outcome)))
     return path

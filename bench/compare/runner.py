@@ -9,7 +9,7 @@ For each repetition and workload, every system's servers are started fresh, then
    ``latency_seconds``.
 
 Results go to ``{out}/results.json``; :mod:`bench.compare.report` turns them into Markdown and
-plots. py-spy profiles of the reference system's servers are recorded with ``profile``.
+plots. With ``profile``, py-spy samples the pafka systems' servers during their throughput runs.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from bench.compare.driver import Endpoint, System, Workload
 from bench.compare.measure import Limits, measure
 from bench.compare.results import RunResult
 from bench.compare.workloads import paced
+
+PROFILES = "profiles"
 
 
 @dataclass(frozen=True)
@@ -177,28 +179,31 @@ def _started(
 def _profiled(
     options: Options, outcome: Outcome, name: str, system: System, workload: Workload
 ) -> Iterator[None]:
-    """A py-spy flame graph of the reference system's servers during its throughput run."""
+    """py-spy samples of a pafka system's servers during its throughput run, written as
+    collapsed stacks (``--format raw``: flame-graph input, summarized by the report)."""
     pids_of = getattr(system, "profile_pids", None)
-    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not options.profile or name != registry.REFERENCE or pids_of is None:
+    if not options.profile or pids_of is None:
         yield
         return
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     spies: list[subprocess.Popen[bytes]] = []
-    folder = options.out / "profiles"
+    folder = options.out / PROFILES
     folder.mkdir(parents=True, exist_ok=True)
-    for pid in pids_of():
-        path = folder / f"{workload.name}-{name}-{pid}.svg"
-        command = [py_spy, "record", "--pid", str(pid), "--rate", "200", "--output", str(path)]
+    for label, pid in pids_of().items():
+        path = folder / f"{workload.name}-{name}-{label}.txt"
+        command = [py_spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw"]
         spies.append(
             subprocess.Popen(
-                [*command, "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                [*command, "--output", str(path), "--nonblocking"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
         )
-        outcome.profiles[workload.name] = str(path.relative_to(options.out).parent)
+        outcome.profiles[workload.name] = PROFILES
     try:
         yield
     finally:
-        # py-spy writes its flame graph when interrupted.
+        # py-spy writes its output when interrupted.
         for spy in spies:
             spy.send_signal(signal.SIGINT)
         for spy in spies:

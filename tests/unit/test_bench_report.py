@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.compare import report, workloads
+from bench.compare import profiles, report, workloads
 from bench.compare.results import (
     Latency,
     RunResult,
@@ -256,3 +256,36 @@ def test_report_states_machine_durability_figures_and_missed_targets():
     assert "![100B-1p-1x1-acks1-rf1](bars.png)" in text
     assert "produce pafka-kafka/redis-streams = 2.00x (at least 3.00x): **NOT met**" in text
     assert "pafka bench --profile" in text
+
+
+# -- profiles ----------------------------------------------------------------------------------
+
+
+def test_profile_summary_sums_own_and_inclusive_time_per_function():
+    collapsed = "\n".join(
+        [
+            "run (loop.py:10);handle (server.py:5);append (log.py:40) 6",
+            "run (loop.py:10);handle (server.py:7);append (log.py:41) 2",
+            "run (loop.py:10);handle (server.py:9) 1",
+            "run (loop.py:10);select (selectors.py:3) 1",
+            "garbage line",
+        ]
+    )
+    summary = profiles.summarize(collapsed)
+    assert summary.samples == 10
+    assert summary.self_time[0] == profiles.Hot("append (log.py)", 0.8)
+    # The root of every stack says nothing and is left out of the inclusive list.
+    assert [h.frame for h in summary.inclusive][:2] == ["handle (server.py)", "append (log.py)"]
+    assert "run (loop.py)" not in [h.frame for h in summary.inclusive]
+    assert summary.inclusive[0].share == pytest.approx(0.9)
+    assert profiles.summarize("").samples == 0
+
+
+def test_report_lists_profiles():
+    profile = profiles.summarize("a (x.py:1);b (y.py:2) 3\na (x.py:1) 1")
+    lines = report.profile_lines({"profiles/w-broker-1.txt": profile})
+    assert (
+        lines[0]
+        == "- `profiles/w-broker-1.txt` (4 samples): own time: `b (y.py)` 75%, `a (x.py)` 25%"
+    )
+    assert lines[1] == "  - including callees: `b (y.py)` 75%"
