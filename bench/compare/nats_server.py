@@ -3,8 +3,8 @@
 One nats-server for RF 1 workloads; for RF > 1 a JetStream cluster of one node per replica on
 loopback, each a child process with its own client and cluster ports and its store under the
 run's workdir. A topic of N partitions is one file-storage stream named after the topic with
-subjects ``{topic}.{p}``, and one durable pull consumer ``bench`` (AckAll) that every consumer
-worker shares. The client loops are in :mod:`bench.compare.nats_jetstream`.
+subjects ``{topic}.{p}``, and one durable pull consumer ``bench`` (explicit acks) that every
+consumer worker shares. The client loops are in :mod:`bench.compare.nats_jetstream`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ DURABLE = "bench"
 # Unacknowledged messages the server hands out before it waits for acks: the fetch batches of
 # every worker, with room to spare.
 MAX_ACK_PENDING = 1_000_000
+# Messages delivered to a worker that stopped before reading them go to another worker after
+# this; every worker acknowledges what it reads at once, so no live worker is this slow.
+ACK_WAIT_S = 10.0
 MAX_FILE_STORE_BYTES = 64 * 1024**3
 MAX_MEMORY_STORE_BYTES = 256 * 1024**2
 
@@ -257,7 +260,11 @@ async def _create_stream(address: str, topic: str, partitions: int, replicas: in
             api.ConsumerConfig(
                 durable_name=DURABLE,
                 deliver_policy=api.DeliverPolicy.ALL,
-                ack_policy=api.AckPolicy.ALL,
+                # Explicit acks, not AckAll: with workers sharing the consumer, one worker's
+                # AckAll would also acknowledge messages delivered to another worker that never
+                # counted them (a worker that stopped at its share), and they would be lost.
+                ack_policy=api.AckPolicy.EXPLICIT,
+                ack_wait=ACK_WAIT_S,
                 max_ack_pending=MAX_ACK_PENDING,
             ),
         )

@@ -162,7 +162,7 @@ def _check_server_side(peer: Peer, topic: str, partitions: int, total: int) -> N
     assert stream.state.messages == total
     assert stream.config.storage == nats.js.api.StorageType.FILE
     assert stream.config.num_replicas == 1
-    assert consumer.config.ack_policy == nats.js.api.AckPolicy.ALL
+    assert consumer.config.ack_policy == nats.js.api.AckPolicy.EXPLICIT
     assert (consumer.num_pending, consumer.num_ack_pending) == (0, 0)
     assert any((peer.workdir / "nats" / "jetstream").rglob("*.blk"))
 
@@ -187,6 +187,27 @@ def test_a_paced_producer_keeps_to_its_share_of_the_rate(peer: Peer) -> None:
     stats = peer.driver().produce(peer.endpoint, topic, workload, 1, 500, Recorder())
     assert stats.records == 500
     assert stats.seconds >= 499 / 1000.0
+
+
+def test_consumers_sharing_a_paced_stream_each_get_their_share(peer: Peer) -> None:
+    # Records trickle in, so fetches and reads often come back empty or short, and one consumer
+    # finishes its share while the other still reads: nothing may be lost between them.
+    workload = Workload(
+        name="paced-shared", partitions=2, producers=1, consumers=2, rate_per_s=1500.0
+    )
+    topic = "paced-shared"
+    peer.system.create_stream(peer.endpoint, topic, workload)
+    driver = peer.driver()
+    with ThreadPoolExecutor(3) as pool:
+        reading = [
+            pool.submit(driver.consume, peer.endpoint, topic, workload, w, 1500, Recorder())
+            for w in range(2)
+        ]
+        sent = driver.produce(peer.endpoint, topic, workload, 0, 3000, Recorder())
+        consumed = [f.result(timeout=120) for f in reading]
+    assert sent.records == 3000
+    assert [c.records for c in consumed] == [1500, 1500]
+    _check_server_side(peer, topic, workload.partitions, 3000)
 
 
 def test_a_duration_stops_producers_and_consumers_drain(peer: Peer) -> None:
