@@ -8,10 +8,11 @@ For the runner (``bench.compare.registry``): the module-level names ``System`` a
 Shape: a topic of N partitions is N streams ``{topic}-{p}``, each with the consumer group
 ``bench`` created at id 0 (``XGROUP CREATE ... MKSTREAM``). Producers spread records round-robin
 over the streams and send ``XADD`` in pipelines (no MULTI) of up to 1000 commands per round
-trip. Every consumer worker is a member of the group on all the streams, so any number of
-workers shares any number of partitions; each ``XREADGROUP`` asks for no more than the worker
-still needs (the group hands each entry to one member, so the workers' counts add up), and the
-entries of a read are ``XACK``-ed in one pipeline. Replies of ``XREADGROUP`` are taken raw from
+trip. Consumer workers are members of the group: when the partitions divide evenly among them
+each reads its own whole streams, as a Kafka group assigns partitions; otherwise all read all
+streams and each ``XREADGROUP`` asks for no more than the worker still needs (the group hands
+each entry to one member, so the workers' counts add up). The entries of a read are
+``XACK``-ed in one pipeline. Replies of ``XREADGROUP`` are taken raw from
 the hiredis parser, skipping redis-py's conversion into dicts.
 """
 
@@ -44,6 +45,7 @@ FIELD = b"v"
 PIPELINE_RECORDS = 1000
 READ_RECORDS = 5000
 BLOCK_MS = 100
+SUBSET_BLOCK_MS = 10
 IDLE_TIMEOUT_S = 60.0
 
 DURABILITY = (
@@ -64,20 +66,39 @@ def stream_names(topic: str, partitions: int) -> list[str]:
     return [f"{topic}-{p}" for p in range(partitions)]
 
 
+def worker_streams(streams: Sequence[str], consumers: int, worker: int) -> tuple[list[str], bool]:
+    """The streams a consumer worker reads, and whether they are its alone.
+
+    When the partitions divide evenly among the consumers, each worker owns whole partitions
+    (``p % consumers == worker``), as a Kafka group would assign them, and its share of the
+    records is exactly what its streams hold. Otherwise every worker reads every stream and the
+    group hands each entry to one of them.
+    """
+    if consumers < 1:
+        raise ConfigError(f"consumers must be at least 1, got {consumers}")
+    if len(streams) % consumers == 0:
+        return list(streams[worker % consumers :: consumers]), True
+    return list(streams), False
+
+
 def read_plan(
-    streams: Sequence[str], remaining: int, max_records: int, rotation: int
+    streams: Sequence[str], remaining: int, max_records: int, rotation: int, exclusive: bool
 ) -> tuple[list[str], int]:
     """The streams one XREADGROUP asks and its COUNT, which Redis applies per stream.
 
-    The read returns at most ``min(remaining, max_records)`` entries, so a worker never takes
-    entries another worker of the group still needs. ``rotation`` turns the stream order so that,
-    when fewer entries than streams remain, successive reads ask different streams.
+    On streams shared with other workers the read returns at most ``min(remaining,
+    max_records)`` entries, so a worker never takes entries another worker still needs;
+    ``rotation`` turns the stream order so that, when fewer entries than streams remain,
+    successive reads ask different streams. On a worker's own streams every stream may return
+    up to that many: nobody else needs what they hold.
     """
     if not streams:
         raise ConfigError("no streams to read")
     budget = min(remaining, max_records)
     if budget < 1:
         raise ConfigError(f"nothing left to read (remaining {remaining}, max {max_records})")
+    if exclusive:
+        return list(streams), budget
     start = rotation % len(streams)
     rotated = [*streams[start:], *streams[:start]]
     if budget >= len(rotated):
@@ -215,7 +236,9 @@ class RedisStreamsClient:
         count: int,
         progress: Progress,
     ) -> ConsumeStats:
-        streams = stream_names(topic, workload.partitions)
+        streams, exclusive = worker_streams(
+            stream_names(topic, workload.partitions), workload.consumers, worker
+        )
         group = endpoint.extra.get("group", GROUP)
         member = f"worker-{worker}-{os.getpid()}"
         client = _connect(endpoint.address)
@@ -227,19 +250,25 @@ class RedisStreamsClient:
             deadline = read_deadline(workload)
             rotation = worker
             while tally.records < count and time.monotonic() < deadline:
-                ask, per_stream = read_plan(streams, count - tally.records, READ_RECORDS, rotation)
+                left = count - tally.records
+                ask, per_stream = read_plan(streams, left, READ_RECORDS, rotation, exclusive)
                 rotation += 1
+                # A read of only some shared streams may miss records waiting on the others.
+                block_ms = BLOCK_MS if len(ask) == len(streams) else SUBSET_BLOCK_MS
                 reply = client.execute_command(
                     "XREADGROUP", "GROUP", group, member, "COUNT", per_stream,
-                    "BLOCK", BLOCK_MS, "STREAMS", *ask, *([">"] * len(ask)),
+                    "BLOCK", block_ms, "STREAMS", *ask, *([">"] * len(ask)),
                 )  # fmt: skip
                 if not reply:
                     tally.raise_if_idle(f"{NAME} consumer {worker} of {topic}", count)
                     continue
                 acks = client.pipeline(transaction=False)
                 for stream, entries in reply:
-                    # An entry is [id, [field, value]]; the payload is the only value.
-                    tally.add(fields[1] for _, fields in entries)
+                    # An entry is [id, [field, value]]; the payload is the only value. Own
+                    # streams may hold more than this worker's count only if the producers sent
+                    # more than the run expected; those are acknowledged, not counted.
+                    tally.add(fields[1] for _, fields in entries[: max(0, left)])
+                    left -= len(entries)
                     acks.execute_command("XACK", stream, group, *[entry[0] for entry in entries])
                 acks.execute()
         finally:

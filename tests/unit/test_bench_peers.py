@@ -143,7 +143,7 @@ def test_a_read_never_asks_more_than_the_worker_needs(
     streams: int, remaining: int, max_records: int, rotation: int
 ) -> None:
     names = redis_streams.stream_names("t", streams)
-    ask, per_stream = redis_streams.read_plan(names, remaining, max_records, rotation)
+    ask, per_stream = redis_streams.read_plan(names, remaining, max_records, rotation, False)
     assert ask and per_stream >= 1
     assert len(set(ask)) == len(ask) and set(ask) <= set(names)
     # COUNT applies per stream, so this bounds what one XREADGROUP can return.
@@ -154,17 +154,41 @@ def test_reads_with_fewer_records_left_than_streams_rotate_over_all_streams() ->
     names = redis_streams.stream_names("t", 6)
     asked = set()
     for rotation in range(6):
-        ask, per_stream = redis_streams.read_plan(names, 2, 5000, rotation)
+        ask, per_stream = redis_streams.read_plan(names, 2, 5000, rotation, False)
         assert (len(ask), per_stream) == (2, 1)
         asked.update(ask)
     assert asked == set(names)
 
 
+def test_own_streams_are_read_whole() -> None:
+    names = redis_streams.stream_names("t", 3)
+    assert redis_streams.read_plan(names, 2, 5000, 1, True) == (names, 2)
+    assert redis_streams.read_plan(names, 9000, 5000, 1, True) == (names, 5000)
+
+
 def test_read_plan_refuses_nothing_to_read() -> None:
     with pytest.raises(ConfigError):
-        redis_streams.read_plan([], 10, 10, 0)
+        redis_streams.read_plan([], 10, 10, 0, False)
     with pytest.raises(ConfigError):
-        redis_streams.read_plan(["s"], 0, 10, 0)
+        redis_streams.read_plan(["s"], 0, 10, 0, True)
+
+
+@given(partitions=st.integers(1, 12), consumers=st.integers(1, 6))
+def test_consumers_own_whole_partitions_when_they_divide_evenly(
+    partitions: int, consumers: int
+) -> None:
+    names = redis_streams.stream_names("t", partitions)
+    plans = [redis_streams.worker_streams(names, consumers, w) for w in range(consumers)]
+    if partitions % consumers == 0:
+        # Each stream read by exactly one worker, each worker the same number of them.
+        assert all(exclusive for _, exclusive in plans)
+        owned = [s for streams, _ in plans for s in streams]
+        assert sorted(owned) == sorted(names)
+        assert {len(streams) for streams, _ in plans} == {partitions // consumers}
+    else:
+        assert all(streams == names and not exclusive for streams, exclusive in plans)
+    with pytest.raises(ConfigError):
+        redis_streams.worker_streams(names, 0, 0)
 
 
 def test_worker_rate_is_an_even_share() -> None:
