@@ -29,6 +29,9 @@ class PartitionEntry:
 class ControllerContext:
     epoch: int
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    # Each live broker's registration czxid (Kafka's broker epoch): a broker that died and
+    # re-registered between two reads of /brokers/ids keeps its id but not its czxid.
+    broker_epochs: dict[int, int] = field(default_factory=dict)
     topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     partitions: dict[TopicPartition, PartitionEntry] = field(default_factory=dict)
     replica_states: dict[tuple[str, int, int], ReplicaState] = field(default_factory=dict)

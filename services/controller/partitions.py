@@ -84,10 +84,21 @@ class PartitionManager:
 
     def _load_broker(self, zk: KazooClient, broker_id: int) -> None:
         try:
-            data, _ = zk.get(BrokerInfo.path(broker_id))
+            data, stat = zk.get(BrokerInfo.path(broker_id))
         except NoNodeError:
             return
         self.ctx.brokers[broker_id] = BrokerInfo.decode(broker_id, data)
+        self.ctx.broker_epochs[broker_id] = stat.czxid
+
+    def _bounced(self, zk: KazooClient, broker_ids: set[int]) -> set[int]:
+        """Brokers whose registration was replaced since we read it: a restart that the
+        children watch missed because the id was back before the list was read again."""
+        bounced = set()
+        for broker_id in broker_ids:
+            stat = zk.exists(BrokerInfo.path(broker_id))
+            if stat is not None and stat.czxid != self.ctx.broker_epochs.get(broker_id):
+                bounced.add(broker_id)
+        return bounced
 
     def _load_topic(self, zk: KazooClient, topic: str) -> TopicZNode | None:
         try:
@@ -141,14 +152,30 @@ class PartitionManager:
         await self.on_delete_requests(sorted(self.ctx.deleting))
 
     async def on_brokers(self, children: set[int]) -> set[int]:
-        known = self.ctx.live
-        added, removed = children - known, known - children
+        """React to a change of ``/brokers/ids``; returns the brokers that left.
+
+        A bounced broker is a new process that knows nothing of its partitions: as in Kafka, it
+        is handled as a failure (its leaderships move, its replicas go offline) followed by a
+        startup (full metadata and LeaderAndIsr for everything it hosts).
+        """
+        bounced = await self.zk.run(self._bounced, self.zk.kazoo, children & self.ctx.live)
+        if bounced:
+            log.info("brokers %s re-registered with a new session", sorted(bounced))
+            await self._brokers_changed(set(), bounced)
+        removed = self.ctx.live - children
+        await self._brokers_changed(children - self.ctx.live, removed)
+        # A bounced broker keeps its channel: the startup requests just queued on it are for
+        # the new process, at the same address.
+        return removed
+
+    async def _brokers_changed(self, added: set[int], removed: set[int]) -> None:
         if not added and not removed:
-            return set()
+            return
         for broker_id in added:
             await self.zk.run(self._load_broker, self.zk.kazoo, broker_id)
         for broker_id in removed:
             del self.ctx.brokers[broker_id]
+            self.ctx.broker_epochs.pop(broker_id, None)
         self.ctx.shutting_down -= added | removed
         log.info("brokers joined %s, left %s", sorted(added), sorted(removed))
         affected = [
@@ -170,7 +197,6 @@ class PartitionManager:
                 [tp for tp in affected if broker_id in self.ctx.partitions[tp].replicas],
             )
         self._broadcast(changed)
-        return removed
 
     async def on_topics(self, children: set[str]) -> None:
         new = sorted(children - set(self.ctx.topic_ids))

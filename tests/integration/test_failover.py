@@ -313,3 +313,38 @@ def test_partition_reassignment_moves_replicas_and_data(own_cluster: ClusterHand
         "the old replica's data to be deleted",
     )
     assert _consume_all(own_cluster, topic, 1) == values
+
+
+def test_broker_bounce_hidden_from_the_children_watch_is_handled(
+    own_cluster: ClusterHandle,
+) -> None:
+    """A broker killed and back under a new session before the controller re-reads
+    ``/brokers/ids`` leaves the id list unchanged; its registration's czxid tells the bounce.
+    The registration is replaced in one transaction, so the watch can only see the same list."""
+    topic = f"bounce-{uuid.uuid4().hex[:6]}"
+    own_cluster.create_topic(
+        topic, partitions=3, replication_factor=3, config={"min.insync.replicas": "2"}
+    )
+    victim = own_cluster.partition_state(topic, 0).leader
+    path = BrokerInfo.path(victim)
+    registration, _ = own_cluster.zk.get(path)
+    own_cluster.local.kill(f"broker-{victim}", signal.SIGKILL)
+    swap = own_cluster.zk.transaction()
+    swap.delete(path)
+    swap.create(path, registration, ephemeral=True)
+    assert all(result is True or result == path for result in swap.commit())
+    try:
+        _wait(
+            lambda: own_cluster.partition_state(topic, 0).leader not in (victim, -1),
+            30,
+            "leadership to move off the bounced broker",
+        )
+        assert victim not in own_cluster.partition_state(topic, 0).isr
+    finally:
+        own_cluster.zk.delete(path)
+        own_cluster.local.restart(f"broker-{victim}")
+    _wait(
+        lambda: victim in own_cluster.partition_state(topic, 0).isr,
+        30,
+        "the restarted broker to rejoin the ISR",
+    )
