@@ -58,9 +58,13 @@ MAX_PENDING_ACKS = 4000
 FETCH_RECORDS = 1000
 # Pull requests open at once: the next is already waiting on the server when one fills.
 PIPELINED_REQUESTS = 2
-# How long one pull request waits on the server for its batch to fill.
-PULL_EXPIRES_S = 1.0
-PULL_MARGIN_S = 0.2
+# How long one pull request waits on the server for its batch to fill. Long, so that requests
+# end by filling: two requests opened together and expiring together would leave a gap with
+# none open, and records arriving in it would wait for the next (a latency run would show it).
+PULL_EXPIRES_S = 30.0
+PULL_MARGIN_S = 0.5
+# How long a consumer that is done (or out of time) still refuses what open requests deliver.
+EXIT_WAIT_S = 1.0
 HEARTBEAT_STATUS = "100"
 # How often the consumer loop looks at its requests when nothing else wakes it.
 WAKE_S = 0.1
@@ -156,7 +160,8 @@ async def _consume(
             tally.raise_if_idle(f"{NAME} consumer of {topic}", count)
         # Requests still open may deliver more: refuse it until they end, so that it goes to
         # another worker at once instead of after the ack wait.
-        while puller.open:
+        exit_at = time.monotonic() + EXIT_WAIT_S
+        while puller.open and time.monotonic() < exit_at:
             puller.changed.clear()
             puller.expire(time.monotonic())
             with contextlib.suppress(TimeoutError):
