@@ -106,7 +106,7 @@ class BrokerConnection:
         except asyncio.CancelledError:
             self._fail(BrokerConnectionError("connection closed"))
 
-    def _deliver(self, frame: bytes) -> None:
+    def _deliver(self, frame: bytes | memoryview) -> None:
         if not self._waiting:
             raise ProtocolError(f"{self.host}:{self.port} sent an unrequested response")
         correlation_id, api, version, future = self._waiting.popleft()
