@@ -8,6 +8,7 @@ instance the package left running on the default port.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -93,6 +94,8 @@ class ChildServer:
             self._process = subprocess.Popen(
                 self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
+        # A caller that dies of an exception before stop() must not leave the server running.
+        atexit.register(self.stop)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if not self.running():
@@ -108,6 +111,7 @@ class ChildServer:
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM (both servers shut down cleanly on it), SIGKILL past ``timeout_s``."""
         process, self._process = self._process, None
+        atexit.unregister(self.stop)
         if process is None or process.poll() is not None:
             return
         process.terminate()

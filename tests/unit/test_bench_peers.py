@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -353,3 +355,23 @@ def test_child_server_starts_until_ready_and_stops(tmp_path: Path) -> None:
     assert server.running() and server.pid is not None
     server.stop(timeout_s=10)
     assert not server.running() and server.pid is None
+
+
+def test_a_caller_that_dies_before_stop_takes_its_server_along(tmp_path: Path) -> None:
+    script = f"""
+import sys
+from pathlib import Path
+from bench.compare.peer_server import ChildServer
+server = ChildServer("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"],
+                     Path({str(tmp_path / "s.log")!r}))
+server.start(lambda: True, timeout_s=10)
+print(server.pid, flush=True)
+raise SystemExit("died before stop()")
+"""
+    root = Path(__file__).resolve().parents[2]
+    ended = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, timeout=60
+    )
+    assert ended.returncode == 1 and "died before stop()" in ended.stderr
+    pid = int(ended.stdout.strip())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
