@@ -46,8 +46,11 @@ from pafka.errors import InvalidRequestError, ProtocolError, UnsupportedVersionE
 from pafka.protocol.fetch_codec import FetchResponseBody, decode_fetch_request
 from pafka.protocol.produce_codec import ProduceResponseBody, decode_produce_request
 from pafka.protocol.versions import SUPPORTED, ApiKey
+from pafka.protocol.wire import Buffer
 
 HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+# A response frame: one buffer, or its pieces in order (written together, not joined).
+EncodedResponse = bytearray | list[Buffer]
 _FAST_DECODERS: dict[ApiKey, Callable[[memoryview, int], tuple[str | None, Any]]] = {
     ApiKey.PRODUCE: decode_produce_request,
     ApiKey.FETCH: decode_fetch_request,
@@ -79,6 +82,7 @@ _REQUESTS: dict[ApiKey, Any] = {
 
 __all__ = [
     "ApiKey",
+    "EncodedResponse",
     "Request",
     "RequestHeader",
     "UnsupportedRequestError",
@@ -175,10 +179,17 @@ def decode_request(frame: bytes | memoryview, served: frozenset[ApiKey] | None =
     return Request(header, body)
 
 
-def encode_response(header: RequestHeader, body: Any, version: int | None = None) -> bytearray:
-    """Frame a response (size, response header, body) at the request's version."""
-    if isinstance(body, ProduceResponseBody | FetchResponseBody):
-        # The hot paths' responses encode themselves (checked against the generic codec).
+def encode_response(
+    header: RequestHeader, body: Any, version: int | None = None
+) -> EncodedResponse:
+    """Frame a response (size, response header, body) at the request's version: one buffer,
+    or for a Fetch response, the pieces of the frame in order (its record sets not copied)."""
+    # The hot paths' responses encode themselves (checked against the generic codec).
+    if isinstance(body, FetchResponseBody):
+        return body.encode_parts(
+            header.api_version if version is None else version, header.correlation_id
+        )
+    if isinstance(body, ProduceResponseBody):
         return body.encode_frame(
             header.api_version if version is None else version, header.correlation_id
         )

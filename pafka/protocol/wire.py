@@ -137,11 +137,16 @@ def write_bytes(out: bytearray, data: Buffer | None, compact: bool) -> None:
         else:
             out += INT32.pack(-1)
         return
-    if compact:
-        write_uvarint(out, len(data) + 1)
-    else:
-        out += INT32.pack(len(data))
+    write_bytes_length(out, len(data), compact)
     out += data
+
+
+def write_bytes_length(out: bytearray, size: int, compact: bool) -> None:
+    """The length prefix of non-null bytes, for callers that send the bytes separately."""
+    if compact:
+        write_uvarint(out, size + 1)
+    else:
+        out += INT32.pack(size)
 
 
 def write_array_length(out: bytearray, count: int | None, compact: bool) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pafka.errors import ProtocolError, UnsupportedVersionError
 from pafka.protocol.messages import (
     ApiKey,
+    EncodedResponse,
     decode_request,
     encode_response,
 )
@@ -32,7 +33,9 @@ class Dispatcher:
         self.broker = broker
         self.served = frozenset(HANDLERS) | {ApiKey.API_VERSIONS}
 
-    async def handle_frame(self, frame: bytes | memoryview, client_host: str) -> bytearray | None:
+    async def handle_frame(
+        self, frame: bytes | memoryview, client_host: str
+    ) -> EncodedResponse | None:
         started = time.monotonic()
         metrics = self.broker.metrics
         try:

@@ -22,10 +22,12 @@ from typing import cast
 
 from pafka.errors import ProtocolError
 from pafka.protocol.frames import FrameDecoder
+from pafka.protocol.messages import EncodedResponse
+from pafka.protocol.wire import Buffer
 
 log = logging.getLogger(__name__)
 
-FrameHandler = Callable[[bytes | memoryview, str], Awaitable[bytes | bytearray | None]]
+FrameHandler = Callable[[bytes | memoryview, str], Awaitable[EncodedResponse | None]]
 # Requests received but not yet handled, per connection, before reading pauses.
 MAX_QUEUED_REQUESTS = 64
 
@@ -90,7 +92,7 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._wakeup: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
-        self._pending: list[bytes | bytearray] = []
+        self._pending: list[Buffer] = []
         self._flush_scheduled = False
         self._reading_paused = False
         self._closed = False
@@ -188,9 +190,12 @@ class _Connection(asyncio.Protocol):
             if self._transport is not None:
                 self._transport.close()
 
-    def _send(self, loop: asyncio.AbstractEventLoop, response: bytes | bytearray) -> None:
+    def _send(self, loop: asyncio.AbstractEventLoop, response: EncodedResponse) -> None:
         # Written when this task next waits: responses of requests handled meanwhile join it.
-        self._pending.append(response)
+        if isinstance(response, list):
+            self._pending += response
+        else:
+            self._pending.append(response)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             loop.call_soon(self._flush)

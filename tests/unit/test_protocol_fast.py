@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pafka.errors import ProtocolError
 from pafka.protocol.fetch_codec import (
+    SEPARATE_RECORDS_BYTES,
     FetchableTopicResponse,
     FetchRequestBody,
     FetchResponseBody,
@@ -426,3 +427,41 @@ def test_golden_fetch_v4_response() -> None:
     )
     encoded = body.encode_frame(4, 9)
     assert encoded == len(expected_payload).to_bytes(4, "big") + expected_payload
+
+
+@pytest.mark.parametrize(
+    "version", range(SUPPORTED[ApiKey.FETCH][0], SUPPORTED[ApiKey.FETCH][1] + 1)
+)
+def test_large_record_sets_are_separate_pieces_of_the_same_bytes(version: int) -> None:
+    big = memoryview(bytes(range(256)) * 200)  # above SEPARATE_RECORDS_BYTES
+    assert len(big) >= SEPARATE_RECORDS_BYTES
+    parts = [PartitionData(0, 0, 9, 9, 0, big), PartitionData(1, 0, 3, 3, 0, b"small")]
+    body = FetchResponseBody([FetchableTopicResponse("t", parts)])
+    pieces = body.encode_parts(version, 5)
+    assert any(piece is big for piece in pieces)
+    cls = response_class(ApiKey.FETCH, version)
+    topic_cls = cls.FetchableTopicResponse
+    generic = cls(
+        throttle_time_ms=0,
+        error_code=0,
+        session_id=0,
+        responses=[
+            topic_cls(
+                topic="t",
+                partitions=[
+                    topic_cls.PartitionData(
+                        partition_index=p.partition_index,
+                        error_code=0,
+                        high_watermark=p.high_watermark,
+                        last_stable_offset=p.last_stable_offset,
+                        log_start_offset=0,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=bytes(p.records),
+                    )
+                    for p in parts
+                ],
+            )
+        ],
+    )
+    assert b"".join(pieces) == _generic_encode(generic, version, 5)
