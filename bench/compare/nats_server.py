@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import nats
 import nats.errors
+import nats.js.errors
 from nats.js import api
 
 from bench.compare.driver import Endpoint, Workload
@@ -53,6 +54,8 @@ DURABILITY = (
 # A cluster larger than this on one loopback host measures the host, not NATS.
 MAX_NODES = 5
 CLUSTER_READY_TIMEOUT_S = 60.0
+# JetStream's error code for a replicated stream the cluster cannot place (yet).
+NO_SUITABLE_PEERS = 10005
 
 T = TypeVar("T")
 
@@ -246,15 +249,30 @@ async def _create_stream(address: str, topic: str, partitions: int, replicas: in
     nc = await nats.connect(server_urls(address), allow_reconnect=False)
     try:
         js = nc.jetstream()
-        await js.add_stream(
-            api.StreamConfig(
-                name=topic,
-                subjects=[f"{topic}.*"],
-                storage=api.StorageType.FILE,
-                retention=api.RetentionPolicy.LIMITS,
-                num_replicas=replicas,
-            )
+        stream = api.StreamConfig(
+            name=topic,
+            subjects=[f"{topic}.*"],
+            storage=api.StorageType.FILE,
+            retention=api.RetentionPolicy.LIMITS,
+            num_replicas=replicas,
         )
+        # A cluster answers before every node has joined its meta group; until then placing a
+        # replicated stream fails with "no suitable peers". Adding the same stream again is a
+        # no-op, so a retry after a timeout that did create it is harmless.
+        deadline = time.monotonic() + CLUSTER_READY_TIMEOUT_S
+        while True:
+            try:
+                await js.add_stream(stream)
+                break
+            except (TimeoutError, nats.js.errors.ServiceUnavailableError) as exc:
+                error: Exception = exc
+            except nats.js.errors.APIError as exc:
+                if exc.err_code != NO_SUITABLE_PEERS:
+                    raise
+                error = exc
+            if time.monotonic() > deadline:
+                raise PafkaError(f"{NAME}: could not create stream {topic}: {error}") from error
+            await asyncio.sleep(0.2)
         await js.add_consumer(
             topic,
             api.ConsumerConfig(
