@@ -8,12 +8,14 @@ function's lines add up.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 _LINE = re.compile(r":\d+\)$")
+ALMOST_ALL = 0.9
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ def _frame(raw: str) -> str:
 def summarize(collapsed: str, top: int = 8) -> Profile:
     own: Counter[str] = Counter()
     anywhere: Counter[str] = Counter()
+    callees: dict[str, set[str]] = {}
     total = 0
     for line in collapsed.splitlines():
         stack, _, count_text = line.rpartition(" ")
@@ -49,15 +52,23 @@ def summarize(collapsed: str, top: int = 8) -> Profile:
         own[frames[-1]] += count
         for frame in set(frames):
             anywhere[frame] += count
+        for caller, callee in itertools.pairwise(frames):
+            callees.setdefault(caller, set()).add(callee)
     if total == 0:
         return Profile(0, [], [])
 
     def hot(counter: Counter[str]) -> list[Hot]:
         return [Hot(frame, n / total) for frame, n in counter.most_common(top)]
 
-    # Inclusive time: the outermost frames (thread roots, the event loop) are ~100% and say
-    # nothing; keep those below 95%.
-    inclusive = Counter({f: n for f, n in anywhere.items() if n / total < 0.95})
+    # Including callees, entry points say nothing: frames that only pass the call on (one
+    # callee, no time of their own) and frames on nearly every sample (the event loop).
+    inclusive = Counter(
+        {
+            f: n
+            for f, n in anywhere.items()
+            if n / total < ALMOST_ALL and (own[f] > 0 or len(callees.get(f, ())) > 1)
+        }
+    )
     return Profile(total, hot(own), hot(inclusive))
 
 

@@ -57,6 +57,13 @@ def register(sub: Any) -> None:
     parser.add_argument("--profile", action="store_true", help="py-spy flame graphs of pafka")
     parser.add_argument("--note", default="", help="a line for the report (e.g. machine load)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--rebuild",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="only write the report again from FOLDER/results.json (and its profiles)",
+    )
     parser.set_defaults(handler=bench)
 
 
@@ -68,6 +75,12 @@ def bench(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"the benchmark needs the bench extra (pip install 'pafka[bench]'): {exc}"
         ) from exc
+    if args.rebuild is not None:
+        if not (args.rebuild / "results.json").exists():
+            raise ConfigError(f"no results.json in {args.rebuild}")
+        machine, outcome = runner.load(args.rebuild / "results.json")
+        print(f"report: {report.write(machine, outcome, args.rebuild, args.note)}")
+        return 0
     if args.repetitions < 1:
         raise ConfigError("--repetitions must be at least 1")
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]

@@ -264,20 +264,23 @@ def test_report_states_machine_durability_figures_and_missed_targets():
 def test_profile_summary_sums_own_and_inclusive_time_per_function():
     collapsed = "\n".join(
         [
-            "run (loop.py:10);handle (server.py:5);append (log.py:40) 6",
-            "run (loop.py:10);handle (server.py:7);append (log.py:41) 2",
-            "run (loop.py:10);handle (server.py:9) 1",
-            "run (loop.py:10);select (selectors.py:3) 1",
+            "main (cli.py:1);run (loop.py:10);handle (server.py:5);append (log.py:40) 6",
+            "main (cli.py:1);run (loop.py:10);handle (server.py:7);append (log.py:41) 2",
+            "main (cli.py:1);run (loop.py:10);handle (server.py:9) 1",
+            "main (cli.py:1);run (loop.py:10);select (selectors.py:3) 3",
             "garbage line",
         ]
     )
     summary = profiles.summarize(collapsed)
-    assert summary.samples == 10
-    assert summary.self_time[0] == profiles.Hot("append (log.py)", 0.8)
-    # The root of every stack says nothing and is left out of the inclusive list.
-    assert [h.frame for h in summary.inclusive][:2] == ["handle (server.py)", "append (log.py)"]
-    assert "run (loop.py)" not in [h.frame for h in summary.inclusive]
-    assert summary.inclusive[0].share == pytest.approx(0.9)
+    assert summary.samples == 12
+    assert summary.self_time[0] == profiles.Hot("append (log.py)", 8 / 12)
+    inclusive = {h.frame: h.share for h in summary.inclusive}
+    assert inclusive == {
+        "handle (server.py)": 9 / 12,
+        "append (log.py)": 8 / 12,
+        "select (selectors.py)": 3 / 12,
+    }
+    # main only passes the call on; run is on every sample: neither says where time went.
     assert profiles.summarize("").samples == 0
 
 
