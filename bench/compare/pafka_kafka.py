@@ -57,8 +57,10 @@ class System:
 
     def __init__(self) -> None:
         from pafka.local.cluster import LocalCluster
+        from pafka.local.zookeeper import ZooKeeperServer
 
         self.cluster: LocalCluster | None = None
+        self.zookeeper: ZooKeeperServer | None = None
 
     def install(self) -> None:
         from pafka.local.zookeeper import java_available
@@ -71,25 +73,33 @@ class System:
 
     def start(self, workdir: Path, workload: Workload) -> Endpoint:
         from pafka.local.cluster import LocalCluster
+        from pafka.local.zookeeper import ZooKeeperServer
 
-        self.cluster = LocalCluster(
-            workdir / "pafka",
-            brokers=max(1, workload.replication_factor),
-            controllers=1,
-            gateways=self.gateways,
-            broker_env=BROKER_ENV,
-        )
-        self.cluster.start()
+        # A ZooKeeper of its own on a random port: a local cluster otherwise takes 2181 when it
+        # looks free, and on a machine running other clusters its brokers could end up
+        # registering in someone else's ZooKeeper.
+        self.zookeeper = ZooKeeperServer(workdir / "pafka" / "zookeeper", port=0)
+        try:
+            self.zookeeper.start()
+            self.cluster = LocalCluster(
+                workdir / "pafka",
+                brokers=max(1, workload.replication_factor),
+                controllers=1,
+                zookeeper=self.zookeeper.connect_string,
+                gateways=self.gateways,
+                broker_env=BROKER_ENV,
+            )
+            self.cluster.start()
+        except BaseException:
+            self.stop()
+            raise
         extra = {f"gateway-{g.id}": g.http_url for g in self.cluster.gateways()}
         return Endpoint(system=self.name, address=self.cluster.bootstrap, extra=extra)
 
     def server_pids(self) -> list[int]:
-        if self.cluster is None:
-            return []
-        pids = [s.pid for s in self.cluster.services.values() if s.pid > 0]
-        zookeeper = self.cluster.zookeeper
-        if zookeeper is not None and zookeeper.process is not None:
-            pids.append(zookeeper.process.pid)
+        pids = [s.pid for s in self.cluster.services.values() if s.pid > 0] if self.cluster else []
+        if self.zookeeper is not None and self.zookeeper.process is not None:
+            pids.append(self.zookeeper.process.pid)
         return pids
 
     def profile_pids(self) -> dict[str, int]:
@@ -105,6 +115,9 @@ class System:
         if self.cluster is not None:
             self.cluster.stop()
             self.cluster = None
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+            self.zookeeper = None
 
 
 def create_topic(bootstrap: str, topic: str, workload: Workload, timeout_s: float = 60.0) -> None:
