@@ -66,7 +66,8 @@ class ConsumeStats:
     latencies_us: list[int]
 
 
-# Called by a worker with the number of records done since its last call, for the progress bar.
+# Called by a worker with the number of records done since its last call, for the progress bar;
+# a consumer's first ``progress(0)`` says it is ready (see ``ClientDriver.consume``).
 Progress = Callable[[int], None]
 
 
@@ -118,7 +119,12 @@ class ClientDriver(Protocol):
         progress: Progress,
     ) -> ConsumeStats:
         """Join the shared consumer group, read until ``count`` records arrive (this worker's
-        share), and return their latencies measured with ``latency_us``."""
+        share), and return their latencies measured with ``latency_us``.
+
+        Call ``progress(0)`` once ready to receive (joined, partitions assigned): the runner
+        starts the producers when every consumer is ready (or a grace period after a consumer
+        that never says so started). With ``workload.duration_s``, stop after the producers'
+        duration plus a drain (``client_loop.read_deadline``)."""
 
 
 def stamp(size_bytes: int) -> bytes:
