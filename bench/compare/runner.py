@@ -142,7 +142,9 @@ def run(options: Options) -> Outcome:
                             )
                 outcome.results.extend(this_round)
             save(outcome, options.out)
-    shutil.rmtree(workdir, ignore_errors=True)
+    # Server logs stay when anything failed: the errors point into them.
+    if not outcome.unavailable and all(r.ok for r in outcome.results):
+        shutil.rmtree(workdir, ignore_errors=True)
     return outcome
 
 
