@@ -292,3 +292,24 @@ def test_report_lists_profiles():
         == "- `profiles/w-broker-1.txt` (4 samples): own time: `b (y.py)` 75%, `a (x.py)` 25%"
     )
     assert lines[1] == "  - including callees: `b (y.py)` 75%"
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--systems", "kafka"], "unknown system 'kafka'"),
+        (["--workloads", "100B-1p-1x2-acks1-rf1"], "cannot share 1 partition"),
+        (["--repetitions", "0"], "--repetitions must be at least 1"),
+        (["--duration-s", "-1"], "--duration-s must be positive"),
+    ],
+)
+def test_bench_command_refuses_bad_arguments_in_one_line(argv, message, capsys):
+    from pafka.cli.main import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", *argv])
+    assert exited.value.code == 1
+    assert message in capsys.readouterr().err
