@@ -90,6 +90,7 @@ class Broker:
             max_frame_bytes=settings.max_request_bytes,
             max_connections=settings.max_connections,
             on_connection_count=self.metrics.connections.set,
+            on_protocol_error=self.metrics.protocol_errors.inc,
         )
         self._topic_configs: dict[str, TopicConfig] = {}
         self._registered = False

@@ -40,8 +40,11 @@ class KafkaServer:
         max_frame_bytes: int,
         max_connections: int,
         on_connection_count: Callable[[int], None] = lambda _: None,
+        on_protocol_error: Callable[[], None] = lambda: None,
     ) -> None:
         self._handle_frame = handle_frame
+        # Malformed frames are caught here, before any handler sees them, so counted here too.
+        self._on_protocol_error = on_protocol_error
         self._max_frame_bytes = max_frame_bytes
         self._max_connections = max_connections
         self._on_connection_count = on_connection_count
@@ -121,6 +124,7 @@ class _Connection(asyncio.Protocol):
                 self._frames.append(frame)
         except ProtocolError as exc:
             log.info("closing connection from %s: %s", self.host, exc)
+            self._server._on_protocol_error()
             self.abort()
             return
         if len(self._frames) >= MAX_QUEUED_REQUESTS and self._transport is not None:
