@@ -8,8 +8,9 @@ Cost per request is what limits a Python broker, so the transport is a plain
 :class:`asyncio.Protocol` rather than streams: frames are views into the received chunks (no
 copy per frame), and the responses of all requests handled in one turn of the event loop (a
 client pipelining several) leave in one transport write, flushed as soon as the connection's
-task waits for anything. Reading pauses while too many requests are queued, and handling pauses
-while the client does not take its responses, so neither direction buffers without bound.
+task waits for anything or 64 KiB of them are pending. Reading pauses while too many requests
+are queued, and handling pauses while the client does not take its responses, so neither
+direction buffers without bound.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ log = logging.getLogger(__name__)
 FrameHandler = Callable[[bytes | memoryview, str], Awaitable[EncodedResponse | None]]
 # Requests received but not yet handled, per connection, before reading pauses.
 MAX_QUEUED_REQUESTS = 64
+# Responses made in one loop turn beyond this are written at once, so that a client not reading
+# pauses handling (pause_writing) instead of a turn's responses piling up in Python.
+MAX_PENDING_RESPONSE_BYTES = 64 * 1024
 
 
 class KafkaServer:
@@ -96,6 +100,7 @@ class _Connection(asyncio.Protocol):
         self._wakeup: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
         self._pending: list[Buffer] = []
+        self._pending_bytes = 0
         self._flush_scheduled = False
         self._reading_paused = False
         self._closed = False
@@ -198,15 +203,20 @@ class _Connection(asyncio.Protocol):
         # Written when this task next waits: responses of requests handled meanwhile join it.
         if isinstance(response, list):
             self._pending += response
+            self._pending_bytes += sum(len(piece) for piece in response)
         else:
             self._pending.append(response)
-        if not self._flush_scheduled:
+            self._pending_bytes += len(response)
+        if self._pending_bytes >= MAX_PENDING_RESPONSE_BYTES:
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
         pending, self._pending = self._pending, []
+        self._pending_bytes = 0
         if not pending or self._transport is None or self._transport.is_closing():
             return
         if len(pending) == 1:
