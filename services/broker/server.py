@@ -178,8 +178,9 @@ class _Connection(asyncio.Protocol):
                     self._wakeup = loop.create_future()
                     await self._wakeup
                     continue
-                if self._writable is not None:
+                if self._writable is not None and not self._writable.done():
                     await self._writable  # the client is not reading its responses
+                    continue  # it may have left meanwhile: then nothing more is handled
                 frame = self._frames.popleft()
                 if self._reading_paused and len(self._frames) < MAX_QUEUED_REQUESTS // 2:
                     self._reading_paused = False
