@@ -33,7 +33,7 @@ from pafka.protocol.messages import (
 )
 from services.broker.dispatcher import Dispatcher
 from services.broker.metrics import BrokerMetrics
-from services.broker.server import MAX_QUEUED_REQUESTS, KafkaServer, _Connection
+from services.broker.server import MAX_QUEUED_REQUESTS, FrameHandler, KafkaServer, _Connection
 
 if TYPE_CHECKING:
     from services.broker.broker import Broker
@@ -83,7 +83,11 @@ class FakeHandler:
 
 
 class Served:
-    def __init__(self, server: KafkaServer, port: int, counts: list[int], errors: list[int]):
+    """A running server, the connection counts it reported and the protocol errors it counted."""
+
+    def __init__(
+        self, server: KafkaServer, port: int, counts: list[int], errors: list[int]
+    ) -> None:
         self.server, self.port, self.counts, self.errors = server, port, counts, errors
 
     def connection(self) -> _Connection:
@@ -103,7 +107,7 @@ class Served:
 
 @asynccontextmanager
 async def serving(
-    handler: Callable[[bytes | memoryview, str], Coroutine[Any, Any, EncodedResponse | None]],
+    handler: FrameHandler,
     max_connections: int = 10,
 ) -> AsyncIterator[Served]:
     counts: list[int] = [0]
