@@ -34,13 +34,13 @@ deps: system-deps $(STAMP)
 
 up: deps
 	$(PAFKA) cluster up --brokers 3 --controllers 2
-	$(PAFKA) topics create demo --partitions 6 --replication-factor 3 || true
+	$(PAFKA) topics create demo --partitions 6 --replication-factor 3 --if-not-exists
 	$(PAFKA) topics describe demo
 	printf 'hello\npafka\n' | $(PAFKA) produce demo
 	$(PAFKA) consume demo --from-beginning --max-messages 2 --timeout-ms 5000
 	@GW=$$($(PYTHON) -c 'import json,os; print(json.load(open(os.environ["PAFKA_HOME"]+"/cluster.json"))["endpoints"]["gateways"]["1"])'); \
-	$(PAFKA) topics create rest-demo --partitions 1 --replication-factor 3 >/dev/null 2>&1; \
-	echo "REST produce and read through $$GW:"; \
+	$(PAFKA) topics create rest-demo --partitions 1 --replication-factor 3 --if-not-exists >/dev/null && \
+	echo "REST produce and read through $$GW:" && \
 	curl -sf -XPOST $$GW/topics/rest-demo -H 'Content-Type: application/vnd.kafka.json.v2+json' \
 	     -d '{"records":[{"key":"rest","value":{"hello":"pafka"}}]}' && echo && \
 	curl -sf "$$GW/topics/rest-demo/partitions/0/records?offset=0&max_records=5" \

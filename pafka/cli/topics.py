@@ -11,7 +11,7 @@ from typing import Any
 
 from pafka.admin import topics as admin
 from pafka.cli.target import Target, add_target_arguments, admin_client, resolve, zookeeper
-from pafka.errors import ConfigError
+from pafka.errors import ConfigError, TopicAlreadyExistsError
 
 
 def _configs(pairs: list[str] | None) -> dict[str, str]:
@@ -32,6 +32,11 @@ def register(sub: Any) -> None:
     create.add_argument("--partitions", type=int, default=1)
     create.add_argument("--replication-factor", type=int, default=1)
     create.add_argument("--config", action="append", metavar="KEY=VALUE")
+    create.add_argument(
+        "--if-not-exists",
+        action="store_true",
+        help="succeed without changes when the topic already exists",
+    )
     list_ = verbs.add_parser("list", help="list topics")
     describe = verbs.add_parser("describe", help="describe topics, partitions and leaders")
     describe.add_argument("topic", nargs="?")
@@ -70,28 +75,36 @@ def _zk_target(args: argparse.Namespace) -> Target:
 
 
 def create_topic(args: argparse.Namespace) -> int:
+    from kafka.errors import TopicAlreadyExistsError as ClientTopicExists
+
+    try:
+        _create(args)
+    except (TopicAlreadyExistsError, ClientTopicExists):
+        if not args.if_not_exists:
+            raise
+        print(f'Topic "{args.topic}" already exists.')
+        return 0
+    print(f'Created topic "{args.topic}".')
+    return 0
+
+
+def _create(args: argparse.Namespace) -> None:
     target = _zk_target(args)
     configs = _configs(args.config)
     if _use_zookeeper(target):
         assert target.zookeeper is not None
         with zookeeper(target.zookeeper) as zk:
             admin.create_topic(zk, args.topic, args.partitions, args.replication_factor, configs)
-    else:
-        from kafka.admin import NewTopic
+        return
+    from kafka.admin import NewTopic
 
-        client = admin_client(target)
-        try:
-            client.create_topics(
-                [
-                    NewTopic(
-                        args.topic, args.partitions, args.replication_factor, topic_configs=configs
-                    )
-                ]
-            )
-        finally:
-            client.close()
-    print(f'Created topic "{args.topic}".')
-    return 0
+    client = admin_client(target)
+    try:
+        client.create_topics(
+            [NewTopic(args.topic, args.partitions, args.replication_factor, topic_configs=configs)]
+        )
+    finally:
+        client.close()
 
 
 def list_topics(args: argparse.Namespace) -> int:

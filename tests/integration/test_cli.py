@@ -47,6 +47,12 @@ def test_cluster_topics_produce_consume(tmp_path: Path, zookeeper: ZooKeeperServ
             home, "topics", "create", "cli-demo", "--partitions", "4", "--replication-factor", "2"
         )
         assert created.returncode == 0, created.stderr
+        again = pafka(home, "topics", "create", "cli-demo", "--partitions", "4")
+        assert again.returncode != 0
+        assert "already exists" in again.stderr and "Traceback" not in again.stderr
+        kept = pafka(home, "topics", "create", "cli-demo", "--partitions", "9", "--if-not-exists")
+        assert kept.returncode == 0, kept.stderr
+        assert 'Topic "cli-demo" already exists.' in kept.stdout
         described = pafka(home, "topics", "describe", "cli-demo")
         lines = described.stdout.splitlines()
         assert lines[0].startswith("Topic: cli-demo\tTopicId: ")
