@@ -55,6 +55,7 @@ from pafka.protocol.wire import (
     write_bytes_length,
     write_string,
 )
+from pafka.storage.region import FileRegion
 
 FLEXIBLE_FROM_VERSION = 12
 # Record sets from this size on are written from their own buffer rather than copied into the
@@ -173,7 +174,9 @@ class PartitionData:
     log_start_offset: int = -1
     # Records are never null in a response: librdkafka refuses a null record set ("invalid
     # MessageSetSize -1") and drops the whole response; Kafka sends empty ones.
-    records: Buffer = b""
+    # A file region (a record set of SEPARATE_RECORDS_BYTES or more on the broker's wire path)
+    # is written by the transport with sendfile where it can.
+    records: Buffer | FileRegion = b""
     preferred_read_replica: int = -1
 
 
@@ -198,18 +201,19 @@ class FetchResponseBody:
 
     def encode_frame(self, version: int, correlation_id: int) -> bytearray:
         """The whole response frame: size, response header, body."""
-        return bytearray(b"".join(self.encode_parts(version, correlation_id)))
+        parts = self.encode_parts(version, correlation_id)
+        return bytearray(b"".join(p.read() if isinstance(p, FileRegion) else p for p in parts))
 
-    def encode_parts(self, version: int, correlation_id: int) -> list[Buffer]:
+    def encode_parts(self, version: int, correlation_id: int) -> list[Buffer | FileRegion]:
         """The whole response frame as pieces to write in order.
 
         Record sets of ``SEPARATE_RECORDS_BYTES`` or more are pieces of their own, so that the
         transport hands them to the socket together with the fields around them (one writev)
-        instead of Python copying them into the frame first.
+        instead of Python copying them into the frame first; a file region is always one.
         """
         flexible = version >= FLEXIBLE_FROM_VERSION
         first = out = start_response(correlation_id, flexible)
-        parts: list[Buffer] = []
+        parts: list[Buffer | FileRegion] = []
         out += INT32.pack(self.throttle_time_ms)
         if version >= 7:
             out += INT16.pack(self.error_code)
@@ -228,12 +232,13 @@ class FetchResponseBody:
                 write_array_length(out, None, flexible)  # aborted_transactions
                 if version >= 11:
                     out += INT32.pack(p.preferred_read_replica)
-                if len(p.records) >= SEPARATE_RECORDS_BYTES:
-                    write_bytes_length(out, len(p.records), flexible)
-                    parts += (out, p.records)
+                records = p.records
+                if isinstance(records, FileRegion) or len(records) >= SEPARATE_RECORDS_BYTES:
+                    write_bytes_length(out, len(records), flexible)
+                    parts += (out, records)
                     out = bytearray()
                 else:
-                    write_bytes(out, p.records, flexible)
+                    write_bytes(out, records, flexible)
                 if flexible:
                     out += NO_TAGGED_FIELDS
             if flexible:

@@ -47,10 +47,11 @@ from pafka.protocol.fetch_codec import FetchResponseBody, decode_fetch_request
 from pafka.protocol.produce_codec import ProduceResponseBody, decode_produce_request
 from pafka.protocol.versions import SUPPORTED, ApiKey
 from pafka.protocol.wire import Buffer
+from pafka.storage.region import FileRegion
 
 HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 # A response frame: one buffer, or its pieces in order (written together, not joined).
-EncodedResponse = bytearray | list[Buffer]
+EncodedResponse = bytearray | list[Buffer | FileRegion]
 _FAST_DECODERS: dict[ApiKey, Callable[[memoryview, int], tuple[str | None, Any]]] = {
     ApiKey.PRODUCE: decode_produce_request,
     ApiKey.FETCH: decode_fetch_request,

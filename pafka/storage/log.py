@@ -35,6 +35,7 @@ from pafka.storage.checkpoints import PartitionOffsets, write_epochs, write_part
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
 from pafka.storage.files import FileCache
+from pafka.storage.region import FileRegion
 from pafka.storage.segment import ActiveSegment, Segment
 
 MAX_RELATIVE_OFFSET = 2**31 - 1
@@ -232,6 +233,27 @@ class Log:
     ) -> bytes | memoryview:
         """Whole batches from the one holding ``offset``: at least one if any, else up to
         ``max_bytes``; none whose base offset is at or past ``max_offset``."""
+        for segment, start in self._segments_to_read(offset, max_offset):
+            data = segment.read(start, max_bytes, max_offset)
+            if data:
+                return data
+        return b""
+
+    @storage_errors
+    def read_for_send(
+        self, offset: int, max_bytes: int, *, max_offset: int | None, min_region_bytes: int
+    ) -> bytes | FileRegion:
+        """The bytes :meth:`read` returns, as a region of the segment file when they are
+        ``min_region_bytes`` or more: for a response written to a socket with ``sendfile``."""
+        for segment, start in self._segments_to_read(offset, max_offset):
+            data = segment.read_for_send(start, max_bytes, max_offset, min_region_bytes)
+            if data:
+                return data
+        return b""
+
+    def _segments_to_read(
+        self, offset: int, max_offset: int | None
+    ) -> Iterator[tuple[Segment, int]]:
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside {self.log_start_offset}..{self.log_end_offset}"
@@ -240,10 +262,7 @@ class Log:
         for segment in self.segments[i:]:
             if max_offset is not None and segment.base_offset >= max_offset:
                 break
-            data = segment.read(max(offset, segment.base_offset), max_bytes, max_offset)
-            if data:
-                return data
-        return b""
+            yield segment, max(offset, segment.base_offset)
 
     def iter_headers(self, start_segment: int = 0) -> Iterator[BatchHeader]:
         """Headers of the batches from segment index ``start_segment`` on (reads the files)."""

@@ -20,6 +20,7 @@ from pafka.records.encoding import decode_records
 from pafka.storage import layout
 from pafka.storage.files import CachedFile, FileCache, FileHandle, OwnedFile
 from pafka.storage.index import OFFSET_ENTRY, TIME_ENTRY, SparseIndex
+from pafka.storage.region import FileRegion
 
 
 class Segment:
@@ -158,6 +159,41 @@ class Segment:
             return chunk
         # A view, not a copy: fetch responses copy the bytes once, into the frame.
         return memoryview(chunk)[:end]
+
+    def extent(self, offset: int, max_bytes: int, max_offset: int | None) -> tuple[int, int]:
+        """(position, length) of exactly the bytes :meth:`read` returns, found from the batch
+        headers alone, so that the records themselves need not be read into memory."""
+        start = self.position_of(offset)
+        if start is None:
+            return 0, 0
+        limit = min(max(max_bytes, HEADER_SIZE), self.size - start)
+        first = self.header_at(start)
+        if max_offset is not None and first.base_offset >= max_offset:
+            return start, 0
+        if first.size > limit:
+            return start, first.size
+        if self.size - start == limit and (max_offset is None or self.next_offset <= max_offset):
+            return start, limit  # the rest of the segment: whole batches, all below max_offset
+        end = first.size
+        while end + HEADER_SIZE <= limit:
+            header = self.header_at(start + end)
+            if end + header.size > limit:
+                break
+            if max_offset is not None and header.base_offset >= max_offset:
+                break
+            end += header.size
+        return start, end
+
+    def read_for_send(
+        self, offset: int, max_bytes: int, max_offset: int | None, min_region_bytes: int
+    ) -> bytes | FileRegion:
+        """What :meth:`read` returns, as a file region when it is ``min_region_bytes`` or more."""
+        start, length = self.extent(offset, max_bytes, max_offset)
+        if length == 0:
+            return b""
+        if length < min_region_bytes:
+            return self.pread(length, start)
+        return FileRegion.of(self.log.fd(), start, length)
 
     def find_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record whose timestamp >= the target; at batch

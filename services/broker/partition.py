@@ -32,6 +32,7 @@ from pafka.errors import (
 )
 from pafka.records.batch import BatchHeader, iter_batches
 from pafka.storage.log import Log
+from pafka.storage.region import FileRegion
 from services.broker.followers import Followers
 from services.broker.notify import Notifier, wait_any
 from services.broker.producer_state import BatchRecord, ProducerStateTable
@@ -51,7 +52,7 @@ class AppendResult:
 
 @dataclass(frozen=True)
 class ReadResult:
-    records: bytes | memoryview
+    records: bytes | memoryview | FileRegion
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
@@ -244,7 +245,12 @@ class Partition:
         )
 
     def read_for_follower(
-        self, follower: int, offset: int, max_bytes: int, current_leader_epoch: int
+        self,
+        follower: int,
+        offset: int,
+        max_bytes: int,
+        current_leader_epoch: int,
+        min_region_bytes: int | None = None,
     ) -> ReadResult:
         """A follower's fetch: records up to the log end, and its position noted."""
         self.ensure_leader()
@@ -252,12 +258,29 @@ class Partition:
             raise NotLeaderOrFollowerError(f"broker {follower} is not a replica of {self!r}")
         self.check_leader_epoch(current_leader_epoch)
         self.on_follower_fetch(follower, offset, int(time.time() * 1000))
-        return self.read(offset, max_bytes, up_to_high_watermark=False)
+        return self.read(
+            offset, max_bytes, up_to_high_watermark=False, min_region_bytes=min_region_bytes
+        )
 
-    def read(self, offset: int, max_bytes: int, *, up_to_high_watermark: bool) -> ReadResult:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        up_to_high_watermark: bool,
+        min_region_bytes: int | None = None,
+    ) -> ReadResult:
+        """Records from ``offset``; with ``min_region_bytes``, as a file region when at least
+        that large (for a response sent to a socket)."""
         self.ensure_leader()
         max_offset = self.log.high_watermark if up_to_high_watermark else None
-        data = self.log.read(offset, max_bytes, max_offset=max_offset)
+        data: bytes | memoryview | FileRegion
+        if min_region_bytes is None:
+            data = self.log.read(offset, max_bytes, max_offset=max_offset)
+        else:
+            data = self.log.read_for_send(
+                offset, max_bytes, max_offset=max_offset, min_region_bytes=min_region_bytes
+            )
         return ReadResult(
             records=data,
             high_watermark=self.log.high_watermark,

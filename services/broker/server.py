@@ -10,7 +10,8 @@ copy per frame), and the responses of all requests handled in one turn of the ev
 client pipelining several) leave in one transport write, flushed as soon as the connection's
 task waits for anything or 64 KiB of them are pending. Reading pauses while too many requests
 are queued, and handling pauses while the client does not take its responses, so neither
-direction buffers without bound.
+direction buffers without bound. Record sets that come as file regions are sent with
+``sendfile`` when nothing is queued before them (see :mod:`services.broker.send_pieces`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from pafka.errors import ProtocolError
+from pafka.errors import PafkaError, ProtocolError
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import EncodedResponse
 from pafka.protocol.wire import Buffer
+from pafka.storage.region import FileRegion, close_regions
+from services.broker.send_pieces import Piece, socket_fd, write_pieces
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +102,10 @@ class _Connection(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._wakeup: asyncio.Future[None] | None = None
         self._writable: asyncio.Future[None] | None = None
-        self._pending: list[Buffer] = []
+        self._pending: list[Piece] = []
         self._pending_bytes = 0
+        self._pending_regions = 0
+        self._socket_fd: int | None = None
         self._flush_scheduled = False
         self._reading_paused = False
         self._closed = False
@@ -112,6 +117,7 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio's, but have the same methods.
         self._transport = cast(asyncio.Transport, transport)
+        self._socket_fd = socket_fd(transport)
         peer = transport.get_extra_info("peername")
         self.host = str(peer[0]) if peer else "unknown"
         if not self._server._opened(self):
@@ -189,6 +195,8 @@ class _Connection(asyncio.Protocol):
                 response = await handle(frame, self.host)
                 if response is not None and not self._closed:
                     self._send(loop, response)
+                elif isinstance(response, list):
+                    close_regions(response)  # the client left: nothing will send them
         except ProtocolError as exc:
             log.info("closing connection from %s: %s", self.host, exc)
         except asyncio.CancelledError:
@@ -205,6 +213,7 @@ class _Connection(asyncio.Protocol):
         if isinstance(response, list):
             self._pending += response
             self._pending_bytes += sum(len(piece) for piece in response)
+            self._pending_regions += sum(isinstance(piece, FileRegion) for piece in response)
         else:
             self._pending.append(response)
             self._pending_bytes += len(response)
@@ -218,9 +227,22 @@ class _Connection(asyncio.Protocol):
         self._flush_scheduled = False
         pending, self._pending = self._pending, []
         self._pending_bytes = 0
+        regions, self._pending_regions = self._pending_regions, 0
         if not pending or self._transport is None or self._transport.is_closing():
+            close_regions(pending)
             return
-        if len(pending) == 1:
-            self._transport.write(pending[0])
+        if regions:
+            try:
+                write_pieces(self._transport, self._socket_fd, pending)
+            except (OSError, PafkaError) as exc:
+                # Part of a frame may be out already: the stream can only end here.
+                log.info("closing connection from %s: %s", self.host, exc)
+                self.abort()
+            finally:
+                close_regions(pending)
         else:
-            self._transport.writelines(pending)
+            buffers = cast(list[Buffer], pending)
+            if len(buffers) == 1:
+                self._transport.write(buffers[0])
+            else:
+                self._transport.writelines(buffers)

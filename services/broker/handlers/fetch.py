@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
-from pafka.protocol.fetch_codec import FetchableTopicResponse, FetchResponseBody, PartitionData
+from pafka.protocol.fetch_codec import (
+    SEPARATE_RECORDS_BYTES,
+    FetchableTopicResponse,
+    FetchResponseBody,
+    PartitionData,
+)
+from pafka.storage.region import FileRegion
 from services.broker.handlers.context import RequestContext
 from services.broker.notify import Notifier, wait_any
 from services.broker.partition import ReadResult
@@ -40,8 +46,12 @@ def _read_one(
     partition = broker.replicas.leader_partition(item.topic, item.index)
     if replica_id < 0:
         partition.check_leader_epoch(item.current_leader_epoch)
-        return partition.read(item.offset, limit, up_to_high_watermark=True)
-    result = partition.read_for_follower(replica_id, item.offset, limit, item.current_leader_epoch)
+        return partition.read(
+            item.offset, limit, up_to_high_watermark=True, min_region_bytes=SEPARATE_RECORDS_BYTES
+        )
+    result = partition.read_for_follower(
+        replica_id, item.offset, limit, item.current_leader_epoch, SEPARATE_RECORDS_BYTES
+    )
     broker.isr.maybe_expand(partition)
     return result
 
@@ -51,6 +61,7 @@ def _read_all(
 ) -> int:
     budget = max_bytes
     total = 0
+    _release(wanted)
     for item in wanted:
         item.result, item.error = None, None
         try:
@@ -61,6 +72,7 @@ def _read_all(
             continue
         size = len(item.result.records)
         if total and size > budget:
+            _release([item])
             item.result = ReadResult(
                 b"",
                 item.result.high_watermark,
@@ -71,6 +83,13 @@ def _read_all(
         total += size
         budget = max(budget - size, 0)
     return total
+
+
+def _release(wanted: list[_PartitionFetch]) -> None:
+    """Close the file regions of reads that will not be sent (read again, or dropped)."""
+    for item in wanted:
+        if item.result is not None and isinstance(item.result.records, FileRegion):
+            item.result.records.close()
 
 
 def _notifiers(ctx: RequestContext, wanted: list[_PartitionFetch]) -> list[Notifier]:
@@ -99,17 +118,21 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> FetchResponseBody:
     ]
     deadline = time.monotonic() + max(int(request.max_wait_ms), 0) / 1000
     min_bytes = max(int(request.min_bytes), 0)
-    while True:
-        total = _read_all(ctx, wanted, max_bytes, replica_id)
-        remaining = deadline - time.monotonic()
-        if total >= min_bytes or remaining <= 0 or any(w.error for w in wanted):
-            break
-        notifiers = _notifiers(ctx, wanted)
-        if notifiers:
-            await wait_any(notifiers, remaining)
-        else:
-            await asyncio.sleep(remaining)
-    return _response(ctx, wanted)
+    try:
+        while True:
+            total = _read_all(ctx, wanted, max_bytes, replica_id)
+            remaining = deadline - time.monotonic()
+            if total >= min_bytes or remaining <= 0 or any(w.error for w in wanted):
+                break
+            notifiers = _notifiers(ctx, wanted)
+            if notifiers:
+                await wait_any(notifiers, remaining)
+            else:
+                await asyncio.sleep(remaining)
+        return _response(ctx, wanted)
+    except BaseException:
+        _release(wanted)
+        raise
 
 
 def _response(ctx: RequestContext, wanted: list[_PartitionFetch]) -> FetchResponseBody:
