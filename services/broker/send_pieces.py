@@ -1,25 +1,27 @@
 """Writing a connection's response pieces, file regions with ``sendfile`` where possible.
 
 A Fetch response's large record sets arrive as file regions. When the transport holds nothing
-unsent, the pieces go to the socket directly: buffers with one ``writev``, regions with
-``os.sendfile`` from the page cache, never read into Python. The first piece the socket does
-not take whole, and everything after it, go to the transport as today (regions read with
-``pread``), so the byte stream is the same and the transport keeps the order from there on.
-Writing straight to the socket is safe only while the transport's buffer is empty; a TLS
-transport or one without a socket always takes the transport's path.
+unsent, pieces go to the socket directly: buffers with ``writev``, regions with ``os.sendfile``
+from the page cache, never read into Python. When the socket is full the sender waits for it
+to be writable (on a duplicate of its descriptor: both loops refuse to watch a transport's own)
+and goes on; until everything it holds is out, later responses queue behind it and nothing is
+written through the transport, so the byte stream keeps its order. A transport with bytes
+already buffered, a TLS transport or one without a socket gets the pieces as before, regions
+read with ``pread``.
 
-This is done synchronously for both event loops: uvloop has no ``loop.sendfile`` and a
-non-blocking ``sendfile`` needs no waiting, the transport taking over any remainder.
+This is done with a non-blocking socket for both event loops: uvloop has no ``loop.sendfile``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
+from collections.abc import Callable
 
 from pafka.errors import KafkaStorageError
 from pafka.protocol.wire import Buffer
-from pafka.storage.region import FileRegion
+from pafka.storage.region import FileRegion, close_regions
 
 Piece = Buffer | FileRegion
 # writev takes at most IOV_MAX (1024 on Linux) buffers.
@@ -37,69 +39,138 @@ def socket_fd(transport: asyncio.BaseTransport) -> int | None:
     return fd if fd >= 0 else None
 
 
-def write_pieces(transport: asyncio.Transport, fd: int | None, pieces: list[Piece]) -> None:
-    """Write ``pieces`` in order; the caller closes their regions afterwards.
-
-    Raises OSError when the socket fails, KafkaStorageError when a region's file shrank (its
-    frame can then not be completed: the connection must be dropped).
-    """
-    index, sent = 0, 0
-    if fd is not None and transport.get_write_buffer_size() == 0:
-        index, sent = _send_directly(fd, pieces)
-    if index == len(pieces):
-        return
-    rest: list[Buffer] = []
-    for i in range(index, len(pieces)):
-        piece = pieces[i]
-        skip = sent if i == index else 0
+def materialized(pieces: list[Piece], skip_bytes: int = 0) -> list[Buffer]:
+    """The pieces as buffers (regions read into memory), less the first ``skip_bytes``."""
+    out: list[Buffer] = []
+    for i, piece in enumerate(pieces):
+        skip = skip_bytes if i == 0 else 0
         if isinstance(piece, FileRegion):
-            rest.append(piece.read(skip))
+            out.append(piece.read(skip))
         else:
-            rest.append(memoryview(piece)[skip:] if skip else piece)
-    transport.writelines(rest)
+            out.append(memoryview(piece)[skip:] if skip else piece)
+    return out
 
 
-def _send_directly(fd: int, pieces: list[Piece]) -> tuple[int, int]:
-    """Send to the socket until it would block: (index of the first piece not sent whole,
-    bytes of it sent)."""
-    index = 0
-    while index < len(pieces):
-        piece = pieces[index]
-        if isinstance(piece, FileRegion):
-            sent = _sendfile(fd, piece)
-            if sent < len(piece):
-                return index, sent
-            index += 1
-            continue
-        end = index + 1
-        while (
-            end < len(pieces)
-            and not isinstance(pieces[end], FileRegion)
-            and end - index < MAX_WRITEV_BUFFERS
-        ):
-            end += 1
-        group: list[Buffer] = [p for p in pieces[index:end] if not isinstance(p, FileRegion)]
+class DirectSender:
+    """Pieces of one connection written straight to its socket, waiting when it is full.
+
+    ``on_stall`` runs when the socket fills with pieces still held, ``on_drain`` once all are
+    out, ``on_error`` when the socket fails or a region's file shrank (its frame can then not
+    be completed: the connection must end). The sender closes every region it was given.
+    """
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        fd: int | None,
+        *,
+        on_stall: Callable[[], None],
+        on_drain: Callable[[], None],
+        on_error: Callable[[Exception], None],
+    ) -> None:
+        self._transport = transport
+        self._fd = fd
+        self._on_stall, self._on_drain, self._on_error = on_stall, on_drain, on_error
+        self._queue: collections.deque[Piece] = collections.deque()
+        self._sent_of_first = 0  # bytes of the queue's first piece already sent
+        self._watched_fd = -1  # the duplicate descriptor watched for writability
+        self._closed = False
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._queue)
+
+    def send(self, pieces: list[Piece]) -> None:
+        if self._closed:
+            close_regions(pieces)
+            return
+        if self._queue:
+            self._queue.extend(pieces)  # behind what is waiting for the socket
+            return
+        if self._fd is None or self._transport.get_write_buffer_size() > 0:
+            try:
+                self._transport.writelines(materialized(pieces))
+            except KafkaStorageError as exc:
+                self._on_error(exc)
+            finally:
+                close_regions(pieces)
+            return
+        self._queue.extend(pieces)
+        self._pump()
+
+    def close(self) -> None:
+        """Drop whatever is still held (the connection is gone)."""
+        self._closed = True
+        self._unwatch()
+        close_regions(self._queue)
+        self._queue.clear()
+
+    def _pump(self) -> None:
+        if self._closed or self._fd is None:
+            return
         try:
-            sent = os.writev(fd, group)
-        except BlockingIOError:
-            sent = 0
-        for buffer in group:
-            size = len(buffer) if not isinstance(buffer, memoryview) else buffer.nbytes
-            if sent < size:
-                return index, sent
-            sent -= size
-            index += 1
-    return index, 0
+            done = self._send_until_blocked(self._fd)
+        except (OSError, KafkaStorageError) as exc:
+            self.close()
+            self._on_error(exc)
+            return
+        if done:
+            if self._watched_fd >= 0:
+                self._unwatch()
+                self._on_drain()
+        elif self._watched_fd < 0:
+            self._watched_fd = os.dup(self._fd)
+            asyncio.get_running_loop().add_writer(self._watched_fd, self._pump)
+            self._on_stall()
 
+    def _unwatch(self) -> None:
+        if self._watched_fd >= 0:
+            fd, self._watched_fd = self._watched_fd, -1
+            asyncio.get_running_loop().remove_writer(fd)
+            os.close(fd)
 
-def _sendfile(fd: int, region: FileRegion) -> int:
-    done = 0
-    while done < region.length:
-        try:
-            sent = os.sendfile(fd, region.fileno(), region.offset + done, region.length - done)
-        except BlockingIOError:
-            break
-        if sent == 0:
-            raise KafkaStorageError(f"file region shrank after {done} of {region.length} bytes")
-        done += sent
-    return done
+    def _send_until_blocked(self, fd: int) -> bool:
+        """Send from the queue until the socket would block; True when the queue is empty."""
+        queue = self._queue
+        while queue:
+            first = queue[0]
+            if isinstance(first, FileRegion):
+                if not self._sendfile(fd, first):
+                    return False
+                queue.popleft()
+                first.close()
+                self._sent_of_first = 0
+                continue
+            group: list[Buffer] = []
+            for piece in queue:
+                if isinstance(piece, FileRegion) or len(group) == MAX_WRITEV_BUFFERS:
+                    break
+                group.append(piece)
+            if self._sent_of_first:
+                group[0] = memoryview(group[0])[self._sent_of_first :]
+            try:
+                sent = os.writev(fd, group)
+            except BlockingIOError:
+                return False
+            for buffer in group:
+                size = memoryview(buffer).nbytes
+                if sent < size:
+                    self._sent_of_first += sent
+                    return False
+                sent -= size
+                queue.popleft()
+                self._sent_of_first = 0
+        return True
+
+    def _sendfile(self, fd: int, region: FileRegion) -> bool:
+        """Send the rest of ``region``; True when all of it is out."""
+        while self._sent_of_first < region.length:
+            done = self._sent_of_first
+            try:
+                sent = os.sendfile(fd, region.fileno(), region.offset + done, region.length - done)
+            except BlockingIOError:
+                return False
+            if sent == 0:
+                raise KafkaStorageError(f"file region shrank after {done} of {region.length} bytes")
+            self._sent_of_first += sent
+        return True

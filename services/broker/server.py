@@ -22,12 +22,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from pafka.errors import PafkaError, ProtocolError
+from pafka.errors import ProtocolError
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import EncodedResponse
 from pafka.protocol.wire import Buffer
 from pafka.storage.region import FileRegion, close_regions
-from services.broker.send_pieces import Piece, socket_fd, write_pieces
+from services.broker.send_pieces import DirectSender, Piece, socket_fd
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,8 @@ class _Connection(asyncio.Protocol):
         self._pending: list[Piece] = []
         self._pending_bytes = 0
         self._pending_regions = 0
-        self._socket_fd: int | None = None
+        self._sender: DirectSender | None = None
+        self._close_when_sent = False
         self._flush_scheduled = False
         self._reading_paused = False
         self._closed = False
@@ -117,7 +118,13 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio's, but have the same methods.
         self._transport = cast(asyncio.Transport, transport)
-        self._socket_fd = socket_fd(transport)
+        self._sender = DirectSender(
+            self._transport,
+            socket_fd(transport),
+            on_stall=self.pause_writing,
+            on_drain=self._sent,
+            on_error=self._send_failed,
+        )
         peer = transport.get_extra_info("peername")
         self.host = str(peer[0]) if peer else "unknown"
         if not self._server._opened(self):
@@ -146,10 +153,14 @@ class _Connection(asyncio.Protocol):
     def eof_received(self) -> bool:
         self._closed = True
         self._wake()
-        return False
+        # While the direct sender holds bytes the transport stays open (closing itself, it would
+        # not wait for them); the connection's task closes it once they are out.
+        return self._sender is not None and self._sender.busy
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._sender is not None:
+            self._sender.close()
         self._server._closed(self)
         self._wake()
         if self._writable is not None and not self._writable.done():
@@ -162,6 +173,17 @@ class _Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)
+
+    def _sent(self) -> None:
+        # Everything the direct sender held is out: handling may go on, or the socket close.
+        self.resume_writing()
+        if self._close_when_sent and self._transport is not None:
+            self._transport.close()
+
+    def _send_failed(self, exc: Exception) -> None:
+        # Part of a frame may be out already: the stream can only end here.
+        log.info("closing connection from %s: %s", self.host, exc)
+        self.abort()
 
     def abort(self) -> None:
         self._closed = True
@@ -205,7 +227,9 @@ class _Connection(asyncio.Protocol):
             self._flush()
             self._closed = True
             self._server._closed(self)
-            if self._transport is not None:
+            if self._sender is not None and self._sender.busy:
+                self._close_when_sent = True  # the transport would not wait for those bytes
+            elif self._transport is not None:
                 self._transport.close()
 
     def _send(self, loop: asyncio.AbstractEventLoop, response: EncodedResponse) -> None:
@@ -231,15 +255,9 @@ class _Connection(asyncio.Protocol):
         if not pending or self._transport is None or self._transport.is_closing():
             close_regions(pending)
             return
-        if regions:
-            try:
-                write_pieces(self._transport, self._socket_fd, pending)
-            except (OSError, PafkaError) as exc:
-                # Part of a frame may be out already: the stream can only end here.
-                log.info("closing connection from %s: %s", self.host, exc)
-                self.abort()
-            finally:
-                close_regions(pending)
+        if regions or (self._sender is not None and self._sender.busy):
+            assert self._sender is not None
+            self._sender.send(pending)
         else:
             buffers = cast(list[Buffer], pending)
             if len(buffers) == 1:

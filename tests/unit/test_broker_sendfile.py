@@ -39,6 +39,7 @@ from pafka.storage.region import FileRegion
 from services.broker import server
 from tests.unit.test_broker_server import (
     ID,
+    Served,
     on_each_loop,
     read_frame,
     request,
@@ -211,10 +212,17 @@ def test_pipelined_fetches_arrive_byte_identical_and_in_order(
     assert open_fds() == before
 
 
+def small_send_buffers(served: Served) -> None:
+    """Connections accepted from now on start with a small send buffer (they inherit it)."""
+    assert served.server._server is not None
+    listening = served.server._server.sockets[0]
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+
+
 @on_each_loop
 def test_a_slow_reader_gets_the_exact_stream_through_partial_sends(loop: str) -> None:
-    """Small socket buffers on both ends: sendfile stops part way through regions, the
-    transport finishes them, and the frames queued behind wait their turn."""
+    """Small socket buffers on both ends: sendfile stops part way through regions and goes on
+    once the socket is writable, and the frames queued behind wait their turn."""
     before = open_fds()
     with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
         log = filled_log(Path(directory) / "t-0", [100_000, 30_000, 200_000, 50_000] * 4, 300_000)
@@ -225,9 +233,7 @@ def test_a_slow_reader_gets_the_exact_stream_through_partial_sends(loop: str) ->
 
         async def scenario() -> list[bytes]:
             async with serving(fetcher) as served:
-                assert served.server._server is not None
-                listening = served.server._server.sockets[0]
-                listening.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # inherited
+                small_send_buffers(served)
                 reader, writer = await served.connect(rcvbuf_bytes=4096)
                 writer.write(b"".join(request(i) for i in range(len(reads))))
                 got = []
@@ -240,6 +246,13 @@ def test_a_slow_reader_gets_the_exact_stream_through_partial_sends(loop: str) ->
         assert run(loop, scenario()) == expected
         sent_part = [c for c in calls if c[1] is None or c[1] < c[0]]
         assert sent_part, "the socket never filled during a sendfile"
+        region_bytes = sum(
+            len(records)
+            for read in reads
+            for offset, max_bytes in read
+            if len(records := log.read(offset, max_bytes)) >= SEPARATE_RECORDS_BYTES
+        )
+        assert sum(sent or 0 for _, sent in calls) == region_bytes  # none read into memory
         log.close()
     assert open_fds() == before
 
@@ -317,5 +330,32 @@ def test_a_client_leaving_mid_sendfile_leaks_no_descriptor(loop: str) -> None:
                 writer.close()
 
         run(loop, scenario())
+        log.close()
+    assert open_fds() == before
+
+
+@on_each_loop
+def test_a_client_that_stops_sending_still_gets_the_response_being_sent(loop: str) -> None:
+    before = open_fds()
+    with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
+        log = filled_log(Path(directory) / "t-0", [1_000_000] * 2, 1 << 30)
+        fetcher = LogFetcher(log, [[(0, 4 << 20)]], 12)
+        expected = fetcher.expected(0)
+
+        async def scenario() -> tuple[bytes, bytes]:
+            async with serving(fetcher) as served:
+                small_send_buffers(served)
+                reader, writer = await served.connect(rcvbuf_bytes=4096)
+                writer.write(request(0))
+                await until(lambda: bool(calls))  # the response is being sent
+                writer.write_eof()  # a half-close: the client still reads
+                frame = await read_frame(reader)
+                after = await reader.read()  # then the server closes the connection
+                writer.close()
+                return frame, after
+
+        assert run(loop, scenario()) == (expected, b"")
+        # The socket filled: the sender was still holding bytes when the EOF came.
+        assert any(sent is None or sent < asked for asked, sent in calls)
         log.close()
     assert open_fds() == before
