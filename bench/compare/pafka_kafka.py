@@ -3,7 +3,8 @@
 The server side is a local pafka cluster of real processes (:class:`pafka.local.cluster.
 LocalCluster`): ZooKeeper, one controller and ``max(1, replication_factor)`` brokers. Producers
 are tuned for throughput (a 5 ms linger, 1 MB batches, ``acks`` from the workload) and send each
-record to an explicit partition, round-robin; in paced (latency) runs they linger 1 ms, the
+record to an explicit partition, round-robin; in paced (latency) runs they linger only as long as
+a partition's batch needs to gather ~100 records (1 ms at 1 partition, up to the 5 ms), the
 setting a Kafka user after latency would pick, as the OpenMessaging Benchmark sets its client
 options per driver. Consumers join one group per topic and read what has arrived in
 ``consume(num_messages=...)`` batches, with librdkafka's fetch backoff lowered to 1 ms (see
@@ -13,6 +14,7 @@ options per driver. Consumers join one group per topic and read what has arrived
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,12 @@ BROKER_ENV = {"PAFKA_BROKER_GROUP_INITIAL_REBALANCE_DELAY_MS": "1000"}
 IDLE_TIMEOUT_S = 60.0
 PRODUCE_BATCH_RECORDS = 1000
 LINGER_MS = 5
-PACED_LINGER_MS = 1
+# Paced runs linger only as long as a partition's batch needs to gather this many records, between
+# 1 ms and LINGER_MS: the linger is most of a record's wait when batches fill early, but batches
+# of a handful of records (6 partitions over 2 producers at 1 ms: ~20 each) cost the broker
+# more per record than the wait saves, and a paced 6-partition run then fell behind its rate.
+PACED_BATCH_RECORDS = 100
+MIN_LINGER_MS = 1
 CONSUME_BATCH_RECORDS = 10_000
 FLUSH_TIMEOUT_S = 120.0
 
@@ -151,10 +158,7 @@ def producer_config(bootstrap: str, workload: Workload) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
         "acks": workload.acks,
-        # Unpaced, the linger fills 1 MB batches; paced, the records' wait in the client is most
-        # of their end-to-end latency (p50 was the 5 ms linger), and at half the peak rate
-        # 1 ms still makes batches of ~100 records, cheap requests for the broker.
-        "linger.ms": LINGER_MS if workload.rate_per_s is None else PACED_LINGER_MS,
+        "linger.ms": linger_ms(workload),
         "batch.size": 1_000_000,
         "batch.num.messages": 100_000,
         "queue.buffering.max.messages": 1_000_000,
@@ -164,6 +168,17 @@ def producer_config(bootstrap: str, workload: Workload) -> dict[str, Any]:
         # Successes cost nothing in Python; only failures call back.
         "delivery.report.only.error": True,
     }
+
+
+def linger_ms(workload: Workload) -> int:
+    """The producer's linger: LINGER_MS unpaced (full batches), and in a paced run the shortest
+    that still gathers PACED_BATCH_RECORDS per partition batch at each producer's share."""
+    if workload.rate_per_s is None:
+        return LINGER_MS
+    per_partition_per_ms = workload.rate_per_s / (workload.producers * workload.partitions) / 1000
+    if per_partition_per_ms <= 0:
+        return LINGER_MS
+    return max(MIN_LINGER_MS, min(LINGER_MS, math.ceil(PACED_BATCH_RECORDS / per_partition_per_ms)))
 
 
 def consumer_config(bootstrap: str, topic: str) -> dict[str, Any]:
