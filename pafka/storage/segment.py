@@ -174,7 +174,8 @@ class Segment:
             return start, first.size
         if self.size - start == limit and (max_offset is None or self.next_offset <= max_offset):
             return start, limit  # the rest of the segment: whole batches, all below max_offset
-        end = first.size
+        # Batches before an indexed one that starts within the limit are all taken: skip them.
+        end = max(first.size, self._indexed_batch_within(start + limit, max_offset) - start)
         while end + HEADER_SIZE <= limit:
             header = self.header_at(start + end)
             if end + header.size > limit:
@@ -183,6 +184,22 @@ class Segment:
                 break
             end += header.size
         return start, end
+
+    def _indexed_batch_within(self, position_limit: int, max_offset: int | None) -> int:
+        """Position of the last indexed batch starting at or before ``position_limit`` whose
+        base offset is below ``max_offset`` (0 if none): positions and offsets both grow."""
+        index = self.offset_index
+        lo, hi, found = 0, index.entries - 1, 0
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            relative, position = index.entry(mid)
+            below = max_offset is None or self.base_offset + relative < max_offset
+            if position <= position_limit and below:
+                found = position
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
 
     def read_for_send(
         self, offset: int, max_bytes: int, max_offset: int | None, min_region_bytes: int

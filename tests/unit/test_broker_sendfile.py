@@ -59,9 +59,12 @@ def open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
-def filled_log(path: Path, value_sizes: list[int], segment_bytes: int) -> Log:
+def filled_log(
+    path: Path, value_sizes: list[int], segment_bytes: int, index_interval_bytes: int = 4096
+) -> Log:
     """A log of one batch per value size (one record each), rolled every ``segment_bytes``."""
-    log = Log.open(path, LogConfig(segment_bytes=segment_bytes, index_interval_bytes=4096))
+    config = LogConfig(segment_bytes=segment_bytes, index_interval_bytes=index_interval_bytes)
+    log = Log.open(path, config)
     for i, size in enumerate(value_sizes):
         batch = build_batch([(None, bytes([i % 256]) * size, [])], timestamp_ms=1000 + i)
         log.append(batch, leader_epoch=0, now_ms=0)
@@ -70,7 +73,7 @@ def filled_log(path: Path, value_sizes: list[int], segment_bytes: int) -> Log:
 
 
 layouts = st.lists(
-    st.sampled_from([0, 10, 500, 5_000, 16 * 1024, 40_000, 100_000]), min_size=1, max_size=12
+    st.sampled_from([0, 10, 500, 5_000, 16 * 1024, 40_000, 100_000]), min_size=1, max_size=40
 )
 
 
@@ -100,25 +103,35 @@ def counted_sendfile(direct: bool) -> Iterator[list[tuple[int, int | None]]]:
 # -- the region covers exactly what a read returns -----------------------------------------------
 
 
-@settings(max_examples=150, deadline=None)
+# Small batches as often as large ones: byte limits then fall near batch and index boundaries.
+storage_layouts = st.lists(
+    st.sampled_from([0, 10, 60, 500]) | st.sampled_from([5_000, 16 * 1024, 40_000, 100_000]),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
 @given(
-    sizes=layouts,
+    sizes=storage_layouts,
     segment_bytes=st.sampled_from([1, 20_000, 200_000, 1 << 30]),
+    index_interval_bytes=st.sampled_from([1, 600, 4096, 1 << 20]),
     start=st.floats(0, 1),
-    max_bytes=st.integers(1, 400_000),
-    max_offset=st.none() | st.integers(0, 12),
+    max_bytes=st.integers(1, 3_000) | st.integers(1, 400_000),
+    max_offset=st.none() | st.integers(0, 40),
     min_region_bytes=st.sampled_from([1, SEPARATE_RECORDS_BYTES]),
 )
 def test_a_region_holds_exactly_the_bytes_a_read_returns(
     sizes: list[int],
     segment_bytes: int,
+    index_interval_bytes: int,
     start: float,
     max_bytes: int,
     max_offset: int | None,
     min_region_bytes: int,
 ) -> None:
     with tempfile.TemporaryDirectory() as directory:
-        log = filled_log(Path(directory) / "t-0", sizes, segment_bytes)
+        log = filled_log(Path(directory) / "t-0", sizes, segment_bytes, index_interval_bytes)
         offset = int(start * log.log_end_offset)
         expected = bytes(log.read(offset, max_bytes, max_offset=max_offset))
         got = log.read_for_send(
@@ -131,6 +144,29 @@ def test_a_region_holds_exactly_the_bytes_a_read_returns(
         else:
             assert len(expected) < min_region_bytes or not expected
             assert bytes(got) == expected
+        log.close()
+
+
+@pytest.mark.parametrize("index_interval_bytes", [1, 200, 1 << 20])
+def test_a_region_matches_a_read_at_every_offset_and_many_limits(
+    index_interval_bytes: int,
+) -> None:
+    """Small batches, every start offset, limits a few bytes apart: each limit falls next to
+    batch and index boundaries somewhere (random layouts reach those cases only rarely)."""
+    with tempfile.TemporaryDirectory() as directory:
+        sizes = [10, 60, 500, 0, 200] * 6
+        log = filled_log(Path(directory) / "t-0", sizes, 1 << 30, index_interval_bytes)
+        total = log.size_bytes
+        for offset in range(log.log_end_offset):
+            for max_bytes in range(1, total + 100, 17):
+                for max_offset in (None, 17):
+                    expected = bytes(log.read(offset, max_bytes, max_offset=max_offset))
+                    got = log.read_for_send(
+                        offset, max_bytes, max_offset=max_offset, min_region_bytes=1
+                    )
+                    assert (got.read() if isinstance(got, FileRegion) else got) == expected
+                    if isinstance(got, FileRegion):
+                        got.close()
         log.close()
 
 
