@@ -1,8 +1,9 @@
 """Fetch requests decoded and Fetch responses encoded by hand: the broker's read path.
 
 A fetch request is a few numbers per partition, decoded directly. A fetch response is a few
-fixed fields around each partition's record bytes, which come from segment files and are
-copied once, into the frame. Tests check both directions against the generic codec
+fixed fields around each partition's record bytes, which come from segment files: small ones
+copied into the frame, large ones pieces of their own (file regions on the broker, sent with
+``sendfile``). Tests check both directions against the generic codec
 (kafka-python's schema walker) for every served version.
 
 Request (header v1, or v2 from v12; flexible from v12, KIP-482)::

@@ -3,7 +3,8 @@
 Kafka's rules: the response carries at least one whole batch when one exists (even above
 max_bytes or a partition's max bytes), no consumer sees data at or above the high watermark, and
 the total stays under max_bytes otherwise. The request waits until min_bytes are available, a
-partition's state changes, or max_wait_ms passes.
+partition's state changes, or max_wait_ms passes. Record sets of 16 KiB or more are read as
+file regions (for ``sendfile``); a read not sent (read again, trimmed, failed) closes its region.
 """
 
 from __future__ import annotations
