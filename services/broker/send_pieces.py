@@ -81,8 +81,8 @@ class DirectSender:
         return bool(self._queue)
 
     def send(self, pieces: list[Piece]) -> None:
-        if self._closed:
-            close_regions(pieces)
+        if self._closed or self._transport.is_closing():
+            close_regions(pieces)  # the socket may be closed already: its number is not ours
             return
         if self._queue:
             self._queue.extend(pieces)  # behind what is waiting for the socket
@@ -90,13 +90,13 @@ class DirectSender:
         if self._fd is None or self._transport.get_write_buffer_size() > 0:
             try:
                 self._transport.writelines(materialized(pieces))
-            except KafkaStorageError as exc:
+            except (OSError, KafkaStorageError) as exc:
                 self._on_error(exc)
             finally:
                 close_regions(pieces)
             return
         self._queue.extend(pieces)
-        self._pump()
+        self._pump(self._fd)
 
     def close(self) -> None:
         """Drop whatever is still held (the connection is gone)."""
@@ -105,11 +105,17 @@ class DirectSender:
         close_regions(self._queue)
         self._queue.clear()
 
-    def _pump(self) -> None:
-        if self._closed or self._fd is None:
+    def _pump_watched(self) -> None:
+        # The duplicate, not the transport's descriptor: a transport that closed its socket
+        # meanwhile (uvloop does before connection_lost) may see that number reused.
+        if self._watched_fd >= 0:
+            self._pump(self._watched_fd)
+
+    def _pump(self, fd: int) -> None:
+        if self._closed:
             return
         try:
-            done = self._send_until_blocked(self._fd)
+            done = self._send_until_blocked(fd)
         except (OSError, KafkaStorageError) as exc:
             self.close()
             self._on_error(exc)
@@ -119,8 +125,8 @@ class DirectSender:
                 self._unwatch()
                 self._on_drain()
         elif self._watched_fd < 0:
-            self._watched_fd = os.dup(self._fd)
-            asyncio.get_running_loop().add_writer(self._watched_fd, self._pump)
+            self._watched_fd = os.dup(fd)
+            asyncio.get_running_loop().add_writer(self._watched_fd, self._pump_watched)
             self._on_stall()
 
     def _unwatch(self) -> None:
