@@ -27,6 +27,9 @@ from services.broker.notify import Notifier, wait_any
 from services.broker.partition import ReadResult
 
 CONSUMER_REPLICA_ID = -1
+# Each region holds a descriptor until it is sent: a fetch over many partitions reads the rest
+# as bytes, so a response never pins more than this many descriptors.
+MAX_REGIONS_PER_FETCH = 32
 
 
 @dataclass
@@ -41,17 +44,18 @@ class _PartitionFetch:
 
 
 def _read_one(
-    ctx: RequestContext, item: _PartitionFetch, limit: int, replica_id: int
+    ctx: RequestContext, item: _PartitionFetch, limit: int, replica_id: int, as_region: bool
 ) -> ReadResult:
     broker = ctx.broker
     partition = broker.replicas.leader_partition(item.topic, item.index)
+    min_region_bytes = SEPARATE_RECORDS_BYTES if as_region else None
     if replica_id < 0:
         partition.check_leader_epoch(item.current_leader_epoch)
         return partition.read(
-            item.offset, limit, up_to_high_watermark=True, min_region_bytes=SEPARATE_RECORDS_BYTES
+            item.offset, limit, up_to_high_watermark=True, min_region_bytes=min_region_bytes
         )
     result = partition.read_for_follower(
-        replica_id, item.offset, limit, item.current_leader_epoch, SEPARATE_RECORDS_BYTES
+        replica_id, item.offset, limit, item.current_leader_epoch, min_region_bytes
     )
     broker.isr.maybe_expand(partition)
     return result
@@ -62,12 +66,15 @@ def _read_all(
 ) -> int:
     budget = max_bytes
     total = 0
+    regions = 0
     _release(wanted)
     for item in wanted:
         item.result, item.error = None, None
         try:
             limit = min(item.max_bytes, budget)
-            item.result = _read_one(ctx, item, max(limit, 1), replica_id)
+            as_region = regions < MAX_REGIONS_PER_FETCH
+            item.result = _read_one(ctx, item, max(limit, 1), replica_id, as_region)
+            regions += isinstance(item.result.records, FileRegion)
         except PafkaError as exc:
             item.error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
             continue
