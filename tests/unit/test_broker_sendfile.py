@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -51,12 +52,38 @@ from tests.unit.test_broker_server import (
 VERSIONS = [4, 11, 12]
 
 
-def open_fds() -> set[str]:
-    # uvloop keeps a pipe for the life of the process once a first loop ran: not a leak.
-    for loop in ("asyncio", "uvloop"):
-        run(loop, asyncio.sleep(0))
-    gc.collect()
-    return set(os.listdir("/proc/self/fd"))
+class _Duplicates:
+    """Descriptors made by ``os.dup`` (file regions, the direct sender's watch) and not yet
+    closed. Counted at the calls rather than in /proc/self/fd, which the test process's other
+    threads (clients and servers of other tests in the session) change at any time."""
+
+    def __init__(self) -> None:
+        self.open: set[int] = set()
+
+    def settled(self) -> set[int]:
+        # Finalizers close regions nobody sent; uvloop keeps a pipe of its own once a loop ran.
+        for loop in ("asyncio", "uvloop"):
+            run(loop, asyncio.sleep(0))
+        gc.collect()
+        return set(self.open)
+
+
+@contextmanager
+def tracked_duplicates() -> Iterator[_Duplicates]:
+    duplicates = _Duplicates()
+    real_dup, real_close = os.dup, os.close
+
+    def dup(fd: int) -> int:
+        new = real_dup(fd)
+        duplicates.open.add(new)
+        return new
+
+    def close(fd: int) -> None:
+        duplicates.open.discard(fd)
+        real_close(fd)
+
+    with mock.patch("os.dup", dup), mock.patch("os.close", close):
+        yield duplicates
 
 
 def filled_log(
@@ -224,28 +251,28 @@ def test_pipelined_fetches_arrive_byte_identical_and_in_order(
     requests: list[list[tuple[float, int]]],
     version: int,
 ) -> None:
-    before = open_fds()
-    with tempfile.TemporaryDirectory() as directory, counted_sendfile(direct) as calls:
-        log = filled_log(Path(directory) / "t-0", sizes, 150_000)
-        fetcher = LogFetcher(log, [fetch_reads(log, d) for d in requests], version)
-        expected = [fetcher.expected(i) for i in range(len(requests))]
+    with tracked_duplicates() as duplicates:
+        with tempfile.TemporaryDirectory() as directory, counted_sendfile(direct) as calls:
+            log = filled_log(Path(directory) / "t-0", sizes, 150_000)
+            fetcher = LogFetcher(log, [fetch_reads(log, d) for d in requests], version)
+            expected = [fetcher.expected(i) for i in range(len(requests))]
 
-        async def scenario() -> list[bytes]:
-            async with serving(fetcher) as served:
-                reader, writer = await served.connect()
-                writer.write(b"".join(request(i) for i in range(len(requests))))
-                got = [await read_frame(reader) for _ in requests]
-                writer.close()
-                return got
+            async def scenario() -> list[bytes]:
+                async with serving(fetcher) as served:
+                    reader, writer = await served.connect()
+                    writer.write(b"".join(request(i) for i in range(len(requests))))
+                    got = [await read_frame(reader) for _ in requests]
+                    writer.close()
+                    return got
 
-        assert run(loop, scenario()) == expected
-        any_region = any(len(frame) > SEPARATE_RECORDS_BYTES for frame in expected)
-        if not direct:
-            assert calls == []
-        elif any_region:
-            assert calls, "no record set went out by sendfile"
-        log.close()
-    assert open_fds() == before
+            assert run(loop, scenario()) == expected
+            any_region = any(len(frame) > SEPARATE_RECORDS_BYTES for frame in expected)
+            if not direct:
+                assert calls == []
+            elif any_region:
+                assert calls, "no record set went out by sendfile"
+            log.close()
+        assert duplicates.settled() == set()
 
 
 def small_send_buffers(served: Served) -> None:
@@ -259,139 +286,141 @@ def small_send_buffers(served: Served) -> None:
 def test_a_slow_reader_gets_the_exact_stream_through_partial_sends(loop: str) -> None:
     """Small socket buffers on both ends: sendfile stops part way through regions and goes on
     once the socket is writable, and the frames queued behind wait their turn."""
-    before = open_fds()
-    with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
-        log = filled_log(Path(directory) / "t-0", [100_000, 30_000, 200_000, 50_000] * 4, 300_000)
-        end = log.log_end_offset
-        reads = [[(i % end, 400_000), ((i * 5) % end, 70_000)] for i in range(12)]
-        fetcher = LogFetcher(log, reads, 12)
-        expected = [fetcher.expected(i) for i in range(len(reads))]
+    with tracked_duplicates() as duplicates:
+        with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
+            log = filled_log(
+                Path(directory) / "t-0", [100_000, 30_000, 200_000, 50_000] * 4, 300_000
+            )
+            end = log.log_end_offset
+            reads = [[(i % end, 400_000), ((i * 5) % end, 70_000)] for i in range(12)]
+            fetcher = LogFetcher(log, reads, 12)
+            expected = [fetcher.expected(i) for i in range(len(reads))]
 
-        async def scenario() -> list[bytes]:
-            async with serving(fetcher) as served:
-                small_send_buffers(served)
-                reader, writer = await served.connect(rcvbuf_bytes=4096)
-                writer.write(b"".join(request(i) for i in range(len(reads))))
-                got = []
-                for _ in reads:
-                    await asyncio.sleep(0.005)  # slower than the server writes
-                    got.append(await read_frame(reader))
-                writer.close()
-                return got
+            async def scenario() -> list[bytes]:
+                async with serving(fetcher) as served:
+                    small_send_buffers(served)
+                    reader, writer = await served.connect(rcvbuf_bytes=4096)
+                    writer.write(b"".join(request(i) for i in range(len(reads))))
+                    got = []
+                    for _ in reads:
+                        await asyncio.sleep(0.005)  # slower than the server writes
+                        got.append(await read_frame(reader))
+                    writer.close()
+                    return got
 
-        assert run(loop, scenario()) == expected
-        sent_part = [c for c in calls if c[1] is None or c[1] < c[0]]
-        assert sent_part, "the socket never filled during a sendfile"
-        region_bytes = sum(
-            len(records)
-            for read in reads
-            for offset, max_bytes in read
-            if len(records := log.read(offset, max_bytes)) >= SEPARATE_RECORDS_BYTES
-        )
-        assert sum(sent or 0 for _, sent in calls) == region_bytes  # none read into memory
-        log.close()
-    assert open_fds() == before
+            assert run(loop, scenario()) == expected
+            sent_part = [c for c in calls if c[1] is None or c[1] < c[0]]
+            assert sent_part, "the socket never filled during a sendfile"
+            region_bytes = sum(
+                len(records)
+                for read in reads
+                for offset, max_bytes in read
+                if len(records := log.read(offset, max_bytes)) >= SEPARATE_RECORDS_BYTES
+            )
+            assert sum(sent or 0 for _, sent in calls) == region_bytes  # none read into memory
+            log.close()
+        assert duplicates.settled() == set()
 
 
 @on_each_loop
 def test_a_segment_deleted_by_retention_after_its_region_is_taken_is_still_served(
     loop: str,
 ) -> None:
-    before = open_fds()
-    with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
-        path = Path(directory) / "t-0"
-        log = filled_log(path, [60_000] * 6, 100_000)  # one batch per segment
-        expected_records = bytes(log.read(0, 1 << 20))
-        before_deletion = FetchResponseBody(
-            [
-                FetchableTopicResponse(
-                    "t", [PartitionData(0, high_watermark=6, records=expected_records)]
-                )
-            ]
-        )
-        expected = bytes(before_deletion.encode_frame(12, 7))[4:]
-        first_segment = layout.log_file(path, 0)
-
-        async def fetch(frame: bytes | memoryview, client_host: str) -> EncodedResponse:
-            (ident,) = ID.unpack_from(frame)
-            records = log.read_for_send(
-                0, 1 << 20, max_offset=None, min_region_bytes=SEPARATE_RECORDS_BYTES
+    with tracked_duplicates() as duplicates:
+        with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
+            path = Path(directory) / "t-0"
+            log = filled_log(path, [60_000] * 6, 100_000)  # one batch per segment
+            expected_records = bytes(log.read(0, 1 << 20))
+            before_deletion = FetchResponseBody(
+                [
+                    FetchableTopicResponse(
+                        "t", [PartitionData(0, high_watermark=6, records=expected_records)]
+                    )
+                ]
             )
-            log.roll()
-            log.delete_records_before(log.log_end_offset)
-            assert not first_segment.exists()
-            partition = PartitionData(0, high_watermark=log.high_watermark, records=records)
-            body = FetchResponseBody([FetchableTopicResponse("t", [partition])])
-            return body.encode_parts(12, ident)
+            expected = bytes(before_deletion.encode_frame(12, 7))[4:]
+            first_segment = layout.log_file(path, 0)
 
-        async def scenario() -> bytes:
-            async with serving(fetch) as served:
-                reader, writer = await served.connect()
-                writer.write(request(7))
-                frame = await read_frame(reader)
-                writer.close()
-                return frame
+            async def fetch(frame: bytes | memoryview, client_host: str) -> EncodedResponse:
+                (ident,) = ID.unpack_from(frame)
+                records = log.read_for_send(
+                    0, 1 << 20, max_offset=None, min_region_bytes=SEPARATE_RECORDS_BYTES
+                )
+                log.roll()
+                log.delete_records_before(log.log_end_offset)
+                assert not first_segment.exists()
+                partition = PartitionData(0, high_watermark=log.high_watermark, records=records)
+                body = FetchResponseBody([FetchableTopicResponse("t", [partition])])
+                return body.encode_parts(12, ident)
 
-        frame = run(loop, scenario())
-        assert calls and all(sent is not None for _, sent in calls)
-        assert frame == expected
-        assert len(expected_records) > SEPARATE_RECORDS_BYTES  # one whole batch, as a region
-        log.close()
-    assert open_fds() == before
+            async def scenario() -> bytes:
+                async with serving(fetch) as served:
+                    reader, writer = await served.connect()
+                    writer.write(request(7))
+                    frame = await read_frame(reader)
+                    writer.close()
+                    return frame
+
+            frame = run(loop, scenario())
+            assert calls and all(sent is not None for _, sent in calls)
+            assert frame == expected
+            assert len(expected_records) > SEPARATE_RECORDS_BYTES  # one whole batch, as a region
+            log.close()
+        assert duplicates.settled() == set()
 
 
 @on_each_loop
 def test_a_client_leaving_mid_sendfile_leaks_no_descriptor(loop: str) -> None:
-    before = open_fds()
-    with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
-        log = filled_log(Path(directory) / "t-0", [1_000_000] * 8, 1 << 30)
-        fetcher = LogFetcher(log, [[(0, 8 << 20)]] * 20, 12)
+    with tracked_duplicates() as duplicates:
+        with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
+            log = filled_log(Path(directory) / "t-0", [1_000_000] * 8, 1 << 30)
+            fetcher = LogFetcher(log, [[(0, 8 << 20)]] * 20, 12)
 
-        async def scenario() -> None:
-            async with serving(fetcher) as served:
-                reader, writer = await served.connect(rcvbuf_bytes=4096)
-                writer.write(b"".join(request(i) for i in range(20)))
-                await reader.readexactly(1000)
-                await until(lambda: bool(calls))
-                transport = writer.transport
-                sock = transport.get_extra_info("socket")
-                # A reset rather than a FIN: the server's next send fails outright.
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                transport.abort()
-                await until(lambda: served.counts[-1] == 0)
-                # The server is still up for others, and serves them.
-                reader, writer = await served.connect()
-                writer.write(request(3))
-                assert len(await read_frame(reader)) > 8_000_000
-                writer.close()
+            async def scenario() -> None:
+                async with serving(fetcher) as served:
+                    reader, writer = await served.connect(rcvbuf_bytes=4096)
+                    writer.write(b"".join(request(i) for i in range(20)))
+                    await reader.readexactly(1000)
+                    await until(lambda: bool(calls))
+                    transport = writer.transport
+                    sock = transport.get_extra_info("socket")
+                    # A reset rather than a FIN: the server's next send fails outright.
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    transport.abort()
+                    await until(lambda: served.counts[-1] == 0)
+                    # The server is still up for others, and serves them.
+                    reader, writer = await served.connect()
+                    writer.write(request(3))
+                    assert len(await read_frame(reader)) > 8_000_000
+                    writer.close()
 
-        run(loop, scenario())
-        log.close()
-    assert open_fds() == before
+            run(loop, scenario())
+            log.close()
+        assert duplicates.settled() == set()
 
 
 @on_each_loop
 def test_a_client_that_stops_sending_still_gets_the_response_being_sent(loop: str) -> None:
-    before = open_fds()
-    with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
-        log = filled_log(Path(directory) / "t-0", [1_000_000] * 2, 1 << 30)
-        fetcher = LogFetcher(log, [[(0, 4 << 20)]], 12)
-        expected = fetcher.expected(0)
+    with tracked_duplicates() as duplicates:
+        with tempfile.TemporaryDirectory() as directory, counted_sendfile(True) as calls:
+            log = filled_log(Path(directory) / "t-0", [1_000_000] * 2, 1 << 30)
+            fetcher = LogFetcher(log, [[(0, 4 << 20)]], 12)
+            expected = fetcher.expected(0)
 
-        async def scenario() -> tuple[bytes, bytes]:
-            async with serving(fetcher) as served:
-                small_send_buffers(served)
-                reader, writer = await served.connect(rcvbuf_bytes=4096)
-                writer.write(request(0))
-                await until(lambda: bool(calls))  # the response is being sent
-                writer.write_eof()  # a half-close: the client still reads
-                frame = await read_frame(reader)
-                after = await reader.read()  # then the server closes the connection
-                writer.close()
-                return frame, after
+            async def scenario() -> tuple[bytes, bytes]:
+                async with serving(fetcher) as served:
+                    small_send_buffers(served)
+                    reader, writer = await served.connect(rcvbuf_bytes=4096)
+                    writer.write(request(0))
+                    await until(lambda: bool(calls))  # the response is being sent
+                    writer.write_eof()  # a half-close: the client still reads
+                    frame = await read_frame(reader)
+                    after = await reader.read()  # then the server closes the connection
+                    writer.close()
+                    return frame, after
 
-        assert run(loop, scenario()) == (expected, b"")
-        # The socket filled: the sender was still holding bytes when the EOF came.
-        assert any(sent is None or sent < asked for asked, sent in calls)
-        log.close()
-    assert open_fds() == before
+            assert run(loop, scenario()) == (expected, b"")
+            # The socket filled: the sender was still holding bytes when the EOF came.
+            assert any(sent is None or sent < asked for asked, sent in calls)
+            log.close()
+        assert duplicates.settled() == set()
