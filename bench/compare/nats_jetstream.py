@@ -51,6 +51,7 @@ from bench.compare.nats_server import (
     server_urls,
     subject_names,
 )
+from bench.compare.workloads import run_records
 from pafka.errors import PafkaError
 
 PUBLISH_BATCH_RECORDS = 1000
@@ -104,7 +105,7 @@ async def _produce(
     # acks=all needs nothing more than acks=1 at RF 1 (see DURABILITY).
     subjects = subject_names(topic, workload.partitions)
     rate_per_s = worker_rate_per_s(workload.rate_per_s, workload.producers)
-    order = partition_cycle(worker, len(subjects))
+    order = partition_cycle(worker, len(subjects), run_records(workload))
     size = workload.message_size_bytes
     chunks = ChunkedProgress(progress)
     sent = sent_bytes = 0

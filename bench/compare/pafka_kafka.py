@@ -3,8 +3,8 @@
 The server side is a local pafka cluster of real processes (:class:`pafka.local.cluster.
 LocalCluster`): ZooKeeper, one controller and ``max(1, replication_factor)`` brokers. Producers
 are tuned for throughput (a 5 ms linger, 1 MB batches, ``acks`` from the workload) and send each
-record to an explicit partition, round-robin; in paced (latency) runs they linger only as long as
-a partition's batch needs to gather ~100 records (1 ms at 1 partition, up to the 5 ms), the
+record to an explicit partition, round-robin (in paced runs, sticky runs of 10 ms of records:
+:func:`bench.compare.workloads.run_records`); in paced (latency) runs they linger 1 ms, the
 setting a Kafka user after latency would pick, as the OpenMessaging Benchmark sets its client
 options per driver. Consumers join one group per topic and read what has arrived in
 ``consume(num_messages=...)`` batches, with librdkafka's fetch backoff lowered to 1 ms (see
@@ -14,7 +14,6 @@ options per driver. Consumers join one group per topic and read what has arrived
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from bench.compare.client_loop import (
     worker_rate_per_s,
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
+from bench.compare.workloads import run_records
 
 NAME = "pafka-kafka"
 
@@ -49,12 +49,9 @@ BROKER_ENV = {"PAFKA_BROKER_GROUP_INITIAL_REBALANCE_DELAY_MS": "1000"}
 IDLE_TIMEOUT_S = 60.0
 PRODUCE_BATCH_RECORDS = 1000
 LINGER_MS = 5
-# Paced runs linger only as long as a partition's batch needs to gather this many records, between
-# 1 ms and LINGER_MS: the linger is most of a record's wait when batches fill early, but batches
-# of a handful of records (6 partitions over 2 producers at 1 ms: ~20 each) cost the broker
-# more per record than the wait saves, and a paced 6-partition run then fell behind its rate.
-PACED_BATCH_RECORDS = 100
-MIN_LINGER_MS = 1
+# Paced producers send 10 ms of records to a partition at a time (sticky runs), so 1 ms of
+# linger already fills a batch of a millisecond's records.
+PACED_LINGER_MS = 1
 CONSUME_BATCH_RECORDS = 10_000
 FLUSH_TIMEOUT_S = 120.0
 
@@ -171,14 +168,8 @@ def producer_config(bootstrap: str, workload: Workload) -> dict[str, Any]:
 
 
 def linger_ms(workload: Workload) -> int:
-    """The producer's linger: LINGER_MS unpaced (full batches), and in a paced run the shortest
-    that still gathers PACED_BATCH_RECORDS per partition batch at each producer's share."""
-    if workload.rate_per_s is None:
-        return LINGER_MS
-    per_partition_per_ms = workload.rate_per_s / (workload.producers * workload.partitions) / 1000
-    if per_partition_per_ms <= 0:
-        return LINGER_MS
-    return max(MIN_LINGER_MS, min(LINGER_MS, math.ceil(PACED_BATCH_RECORDS / per_partition_per_ms)))
+    """The producer's linger: LINGER_MS unpaced (full batches), PACED_LINGER_MS paced."""
+    return LINGER_MS if workload.rate_per_s is None else PACED_LINGER_MS
 
 
 def consumer_config(bootstrap: str, topic: str) -> dict[str, Any]:
@@ -222,7 +213,7 @@ class ClientDriver:
 
         producer = Producer(producer_config(endpoint.address, workload))
         rate_per_s = worker_rate_per_s(workload.rate_per_s, workload.producers)
-        partitions = partition_cycle(worker, workload.partitions)
+        partitions = partition_cycle(worker, workload.partitions, run_records(workload))
         chunks = ChunkedProgress(progress)
         size, deadline = workload.message_size_bytes, send_deadline(workload)
         started = time.perf_counter()

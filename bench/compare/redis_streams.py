@@ -37,6 +37,7 @@ from bench.compare.client_loop import (
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
 from bench.compare.peer_server import PeerSystem
+from bench.compare.workloads import run_records
 from pafka.errors import ConfigError, PafkaError
 
 NAME = "redis-streams"
@@ -202,7 +203,7 @@ class RedisStreamsClient:
         # acks=all needs nothing more than acks=1 at RF 1 (see DURABILITY).
         streams = stream_names(topic, workload.partitions)
         rate_per_s = worker_rate_per_s(workload.rate_per_s, workload.producers)
-        order = partition_cycle(worker, len(streams))
+        order = partition_cycle(worker, len(streams), run_records(workload))
         size = workload.message_size_bytes
         chunks = ChunkedProgress(progress)
         sent = sent_bytes = 0

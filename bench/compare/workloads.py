@@ -5,7 +5,11 @@ producers x consumers, acks, replication factor. ``default`` is what the README'
 comes from; ``smoke`` is the tiny set the test suite runs; ``full`` is the whole matrix.
 
 Every producer writes the same number of records, and spreads them over the partitions
-round-robin, record by record; so each partition holds exactly ``total / partitions`` records.
+round-robin, so each partition holds exactly ``total / partitions`` records: record by record in
+throughput runs, and in paced runs in runs of :func:`run_records`, 10 ms of a producer's records
+to one partition before the next. That is how Kafka clients spread keyless records (the sticky
+partitioner of KIP-480; librdkafka's ``sticky.partitioning.linger.ms`` is 10 ms by default), and
+it lets a client fill one batch per partition instead of a sliver of every partition's.
 Consumers share partitions as a Kafka group does (whole partitions each), so a workload needs
 ``partitions % consumers == 0`` for every consumer's share to be known in advance: a second
 consumer on a single partition would idle in a Kafka-style group.
@@ -20,6 +24,8 @@ from bench.compare.driver import Acks, Workload
 
 SIZE_NAMES = {100: "100B", 1024: "1KiB", 10240: "10KiB"}
 SMOKE_COUNT = 600
+# A paced producer stays on one partition for this long's worth of its records.
+STICKY_RUN_S = 0.010
 
 
 class WorkloadError(ValueError):
@@ -83,12 +89,22 @@ class Shares:
         return self.per_producer * producers
 
 
+def run_records(workload: Workload) -> int:
+    """How many consecutive records a producer sends to one partition: 1 unpaced, and
+    STICKY_RUN_S of its share of the rate when paced (at most its share of a partition)."""
+    if workload.rate_per_s is None:
+        return 1
+    per_producer_per_s = workload.rate_per_s / workload.producers
+    per_partition = workload.message_count // workload.producers // workload.partitions
+    return max(1, min(round(per_producer_per_s * STICKY_RUN_S), per_partition))
+
+
 def shares(workload: Workload) -> Shares:
-    """Records per producer rounded down to a multiple of the partitions, so that partitions,
-    and therefore consumers, all get the same number."""
+    """Records per producer rounded down to a multiple of the partitions times the run length,
+    so that partitions, and therefore consumers, all get the same number."""
     validate(workload)
     per_producer = workload.message_count // workload.producers
-    per_producer -= per_producer % workload.partitions
+    per_producer -= per_producer % (workload.partitions * run_records(workload))
     total = per_producer * workload.producers
     return Shares(per_producer=per_producer, per_consumer=total // workload.consumers)
 

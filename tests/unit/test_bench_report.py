@@ -4,6 +4,7 @@ names, the run order, the targets and the Markdown tables."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -152,6 +153,26 @@ def test_shares_give_every_partition_and_consumer_the_same(count, partitions, pr
     assert shares.per_producer % partitions == 0
     assert shares.per_consumer * consumers == total
     assert count - total < partitions * producers
+
+
+@given(
+    st.integers(1, 10**6),
+    st.floats(1, 2e6),
+    st.sampled_from([1, 2, 3, 6]),
+    st.integers(1, 3),
+)
+def test_paced_shares_are_whole_sticky_runs_per_partition(count, rate, partitions, producers):
+    if count < partitions * producers:
+        return
+    w = replace(workloads.make(100, partitions, producers, 1, "1", 1, count), rate_per_s=rate)
+    run = workloads.run_records(w)
+    assert run >= 1
+    assert run <= max(1, round(rate / producers * workloads.STICKY_RUN_S))
+    shares = workloads.shares(w)
+    # Every producer sends whole rounds of runs, so each partition gets the same count; and no
+    # partition is left out of a run because it is too short.
+    assert shares.per_producer % (partitions * run) == 0
+    assert shares.per_producer >= partitions
 
 
 def test_workload_names_round_trip():
