@@ -172,10 +172,14 @@ def linger_ms(workload: Workload) -> int:
     return LINGER_MS if workload.rate_per_s is None else PACED_LINGER_MS
 
 
-def consumer_config(bootstrap: str, topic: str) -> dict[str, Any]:
+def consumer_config(bootstrap: str, topic: str, worker: int = 0) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
         "group.id": f"bench-{topic}",
+        # Static members (KIP-345) leave no rebalance behind when they close: a consumer done
+        # with its share would otherwise stop the others' fetching while the group rebalances,
+        # and their last records would wait ~1 s for it.
+        "group.instance.id": f"bench-{topic}-{worker}",
         "auto.offset.reset": "earliest",
         "enable.auto.commit": True,
         "fetch.wait.max.ms": 100,
@@ -256,7 +260,7 @@ class ClientDriver:
         def on_assign(_consumer: Any, partitions: list[Any]) -> None:
             assigned[:] = [p.partition for p in partitions]
 
-        consumer = Consumer(consumer_config(endpoint.address, topic))
+        consumer = Consumer(consumer_config(endpoint.address, topic, worker))
         consumer.subscribe([topic], on_assign=on_assign)
         try:
             # Ready once the group gave this member its partitions: the runner starts the

@@ -28,3 +28,8 @@ def test_paced_runs_linger_the_minimum_whatever_the_shape() -> None:
 
 def test_consumers_do_not_back_off_for_a_second() -> None:
     assert consumer_config("b:9092", "t")["fetch.queue.backoff.ms"] == 1
+
+
+def test_consumers_are_static_members_one_per_worker() -> None:
+    ids = {consumer_config("b:9092", "t", worker)["group.instance.id"] for worker in range(3)}
+    assert len(ids) == 3
