@@ -128,8 +128,9 @@ def render(
         f"({machine.get('cpu', '?')}), Linux {machine.get('kernel', '?')}, Python "
         f"{machine.get('python', '?')}; {reps} repetition(s), systems in rotating order; "
         "every client in Python, on loopback. Figures are medians over repetitions; latency is "
-        "end to end (send time stamped in each record), from the paced run at 50% of "
-        "pafka-kafka's peak, the same rate for every system.",
+        "end to end (send time stamped in each record; each consumer's first second left out as "
+        "warm-up), from the paced run at 50% of pafka-kafka's peak, the same rate for every "
+        "system, its producers staying on a partition for 10 ms of records at a time.",
     ]
     if note:
         out += ["", note]
