@@ -38,7 +38,7 @@ from pafka.storage.config import LogConfig
 from pafka.storage.log import Log
 from pafka.storage.region import FileRegion
 from services.broker import server
-from tests.unit.test_broker_server import (
+from tests.unit.broker_server_util import (
     ID,
     Served,
     on_each_loop,
