@@ -433,7 +433,11 @@ def test_group_resumes_on_a_new_coordinator_after_kill_9(cluster: ClusterHandle)
                 first = min(
                     (o for t, q, o, _ in v.records if q == p and t > t_assigned), default=None
                 )
-                assert first is not None, (v.member_id, p)
+                if first is None:
+                    # Assigned after the last record of p was read (a later rebalance, once the
+                    # producer stopped): no start to check, and caught_up() saw p committed to
+                    # its end.
+                    continue
                 low, high = (
                     acked_at_kill.get(p, 0),
                     highest_commits(views, t_assigned, acked=False).get(p, 0),
