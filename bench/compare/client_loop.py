@@ -196,10 +196,8 @@ class ConsumeTally:
         elif max(batch) <= warm_after_us:
             self.latencies_us += batch
         else:
-            for lat in batch:
-                (self.latencies_us if lat <= warm_after_us else self._warmup_latencies_us).append(
-                    lat
-                )
+            self.latencies_us += (lat for lat in batch if lat <= warm_after_us)
+            self._warmup_latencies_us += (lat for lat in batch if lat > warm_after_us)
         self._last_arrival_ns = now_ns
         self._last_record = time.monotonic()
         self._progress.add(len(batch))
