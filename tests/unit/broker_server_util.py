@@ -12,20 +12,16 @@ import socket
 import struct
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import uvloop
 
 from pafka.errors import ProtocolError
 from pafka.protocol.frames import encode_frame
-from pafka.protocol.messages import (
-    EncodedResponse,
-)
+from pafka.protocol.messages import EncodedResponse
 from services.broker.server import FrameHandler, KafkaServer, _Connection
 
-if TYPE_CHECKING:
-    pass
 T = TypeVar("T")
 ID = struct.Struct(">i")
 MAX_FRAME_BYTES = 1 << 20

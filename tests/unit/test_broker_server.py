@@ -10,7 +10,6 @@ connection objects; nothing asserts on elapsed time, conditions are polled with 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -18,9 +17,7 @@ from hypothesis import strategies as st
 
 from pafka.protocol.fetch_codec import FetchableTopicResponse, FetchResponseBody, PartitionData
 from pafka.protocol.frames import encode_frame
-from pafka.protocol.messages import (
-    EncodedResponse,
-)
+from pafka.protocol.messages import EncodedResponse
 from services.broker.server import MAX_QUEUED_REQUESTS
 from tests.unit.broker_server_util import (
     ID,
@@ -33,10 +30,6 @@ from tests.unit.broker_server_util import (
     serving,
     until,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 # -- ordering and framing ------------------------------------------------------------------------
 
