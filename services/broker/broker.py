@@ -32,7 +32,7 @@ from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
 from services.broker.dispatcher import Dispatcher
-from services.broker.follower import FollowerManager
+from services.broker.follower import FetcherSettings, FollowerManager
 from services.broker.groups.coordinator import GroupCoordinator
 from services.broker.groups.offsets import GroupOffsets
 from services.broker.groups.rebalance import GroupProtocol
@@ -65,7 +65,13 @@ class Broker:
         self.cluster_id: str | None = None
         self.logs = LogManager(settings.data_dir, settings.log)
         self.followers = FollowerManager(
-            settings.broker_id, settings.replica_fetch_wait_max_ms, settings.replica_fetch_max_bytes
+            FetcherSettings(
+                broker_id=settings.broker_id,
+                max_wait_ms=settings.replica_fetch_wait_max_ms,
+                partition_max_bytes=settings.replica_fetch_max_bytes,
+                response_max_bytes=settings.replica_fetch_response_max_bytes,
+                backoff_ms=settings.replica_fetch_backoff_ms,
+            )
         )
         self.isr = IsrManager(
             self.zk, settings.replica_lag_time_max_ms, self.metrics.count_isr_change

@@ -4,52 +4,72 @@ Before fetching a partition for the first time in a leader epoch, the follower a
 where its own latest epoch ends (OffsetForLeaderEpoch, KIP-101/279) and truncates to that, so a
 log that diverged under an earlier leader converges instead of keeping records the new leader
 never had. Then it appends exactly the leader's bytes and takes the leader's high watermark.
+
+Fetches run in a fetch session (KIP-227, ``follower_session``): once the leader holds the
+session, a request names only the partitions whose position changed, so an idle follower costs
+one small request per ``replica.fetch.wait.max.ms`` whatever the partition count. An error on
+one partition holds back only that partition (``follower_state``); the loop never sleeps on
+behalf of a single partition.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import struct
+import time
 from dataclasses import dataclass, field
 
 from pafka.control.messages import LiveBroker
-from pafka.errors import KafkaApiError, PafkaError, ProtocolError, for_code
+from pafka.errors import PafkaError, ProtocolError, for_code
 from pafka.protocol.messages import decode_response, encode_request, request_class
 from pafka.protocol.versions import ApiKey
+from services.broker.follower_session import FollowerSession, PartitionRequest, SessionRequest
+from services.broker.follower_state import FetchStates, Next, TopicPartition
 from services.broker.partition import Partition
 
 log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
 EPOCH_VERSION = 4
-RETRY_DELAY_S = 0.5
-OFFSET_OUT_OF_RANGE = 1
+
+
+@dataclass(frozen=True)
+class FetcherSettings:
+    broker_id: int
+    max_wait_ms: int
+    partition_max_bytes: int
+    response_max_bytes: int
+    backoff_ms: int
 
 
 @dataclass
 class FollowerLink:
     """Fetches every partition this broker follows from one leader broker."""
 
-    broker_id: int
+    settings: FetcherSettings
     leader: LiveBroker
-    max_wait_ms: int
-    max_bytes: int
-    partitions: dict[tuple[str, int], Partition] = field(default_factory=dict)
-    needs_truncation: set[tuple[str, int]] = field(default_factory=set)
+    partitions: dict[TopicPartition, Partition] = field(default_factory=dict)
+    states: FetchStates = field(default_factory=FetchStates)
+    session: FollowerSession = field(default_factory=FollowerSession)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     correlation_id: int = 0
 
+    @property
+    def backoff_s(self) -> float:
+        return self.settings.backoff_ms / 1000
+
     def add(self, partition: Partition) -> None:
         key = (partition.topic, partition.index)
         self.partitions[key] = partition
-        self.needs_truncation.add(key)
+        self.states.add(key)
         self.wake.set()
 
-    def remove(self, key: tuple[str, int]) -> None:
+    def remove(self, key: TopicPartition) -> None:
         self.partitions.pop(key, None)
-        self.needs_truncation.discard(key)
+        self.states.remove(key)
 
     async def run(self) -> None:
         while True:
@@ -60,22 +80,53 @@ class FollowerLink:
                 reader, writer = await asyncio.open_connection(self.leader.host, self.leader.port)
             except OSError as exc:
                 log.info("cannot reach leader %d: %s", self.leader.id, exc)
-                await asyncio.sleep(RETRY_DELAY_S)
+                await asyncio.sleep(self.backoff_s)
                 continue
+            # A session lives in the leader's memory; a new connection may meet a new process.
+            self.session.reset()
             try:
-                while self.partitions:
-                    if self.needs_truncation:
-                        await self._truncate(reader, writer)
-                    await self._fetch(reader, writer)
+                await self._replicate(reader, writer)
             except (OSError, asyncio.IncompleteReadError, ProtocolError) as exc:
                 log.info("fetching from leader %d failed: %s", self.leader.id, exc)
-                await asyncio.sleep(RETRY_DELAY_S)
+                await asyncio.sleep(self.backoff_s)
             except Exception:
                 # Never let one bad response end replication from this leader for good.
                 log.exception("fetcher for leader %d failed", self.leader.id)
-                await asyncio.sleep(RETRY_DELAY_S)
+                await asyncio.sleep(self.backoff_s)
             finally:
                 writer.close()
+
+    async def _replicate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while self.partitions:
+            now_s = time.monotonic()
+            truncating = sorted(self.states.due(Next.TRUNCATE, now_s))
+            if truncating:
+                await self._truncate(reader, writer, truncating)
+            wanted = self._wanted(time.monotonic())
+            if wanted or self.session.sent:
+                await self._fetch(reader, writer, wanted)
+            elif not truncating:
+                await self._wait_for_due()
+
+    async def _wait_for_due(self) -> None:
+        """Every partition is held back: sleep until the first is due or one is (re)added."""
+        due_s = self.states.next_due_s()
+        self.wake.clear()
+        timeout_s = None if due_s is None else max(due_s - time.monotonic(), 0.0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), timeout_s)
+
+    def _wanted(self, now_s: float) -> dict[TopicPartition, PartitionRequest]:
+        wanted = {}
+        for key in self.states.due(Next.FETCH, now_s):
+            p = self.partitions[key]
+            wanted[key] = PartitionRequest(
+                p.log.log_end_offset,
+                p.log.log_start_offset,
+                p.leader_epoch,
+                self.settings.partition_max_bytes,
+            )
+        return wanted
 
     async def _call(
         self,
@@ -86,20 +137,22 @@ class FollowerLink:
         body: object,
     ) -> object:
         self.correlation_id += 1
-        writer.write(
-            encode_request(api, version, body, self.correlation_id, f"replica-{self.broker_id}")
-        )
+        client_id = f"replica-{self.settings.broker_id}"
+        writer.write(encode_request(api, version, body, self.correlation_id, client_id))
         await writer.drain()
         (size,) = struct.unpack(">i", await reader.readexactly(4))
-        response = decode_response(api, version, await reader.readexactly(size))
-        return response
+        return decode_response(api, version, await reader.readexactly(size))
 
-    async def _truncate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        keys = sorted(self.needs_truncation)
+    async def _truncate(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        keys: list[TopicPartition],
+    ) -> None:
         cls = request_class(ApiKey.OFFSET_FOR_LEADER_EPOCH)[EPOCH_VERSION]
         topics: dict[str, list[object]] = {}
-        for topic, index in keys:
-            p = self.partitions[(topic, index)]
+        asked = {key: self.partitions[key] for key in keys}
+        for (topic, index), p in asked.items():
             topics.setdefault(topic, []).append(
                 cls.OffsetForLeaderTopic.OffsetForLeaderPartition(
                     partition=index,
@@ -108,24 +161,26 @@ class FollowerLink:
                 )
             )
         body = cls(
-            replica_id=self.broker_id,
+            replica_id=self.settings.broker_id,
             topics=[cls.OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in topics.items()],
         )
         response = await self._call(
             reader, writer, ApiKey.OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, body
         )
+        now_s = time.monotonic()
         for t in response.topics:  # type: ignore[attr-defined]
             for r in t.partitions:
                 key = (t.topic, r.partition)
-                partition = self.partitions.get(key)
-                if partition is None:
-                    continue
+                partition = asked.get(key)
+                if partition is None or self.partitions.get(key) is not partition:
+                    continue  # moved or re-added while we asked
                 if r.error_code:
                     log.info(
                         "%r: leader refused OffsetForLeaderEpoch: %s",
                         partition,
-                        for_code(r.error_code),
+                        type(for_code(r.error_code)).__name__,
                     )
+                    self.states.failed(key, r.error_code, now_s, self.backoff_s)
                     continue
                 log_end = partition.log.log_end_offset
                 if partition.log.epochs.latest_epoch < 0 or r.end_offset < 0:
@@ -137,68 +192,86 @@ class FollowerLink:
                         "%r: truncating %d -> %d to match the leader", partition, log_end, target
                     )
                     partition.truncate_to(target)
-                self.needs_truncation.discard(key)
-        if self.needs_truncation:
-            await asyncio.sleep(RETRY_DELAY_S)
+                self.states.ready(key)
 
-    async def _fetch(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        cls = request_class(ApiKey.FETCH)[FETCH_VERSION]
-        topics: dict[str, list[object]] = {}
-        ready = {k: p for k, p in self.partitions.items() if k not in self.needs_truncation}
-        if not ready:
-            return
-        for (topic, index), p in ready.items():
-            topics.setdefault(topic, []).append(
-                cls.FetchTopic.FetchPartition(
-                    partition=index,
-                    current_leader_epoch=p.leader_epoch,
-                    fetch_offset=p.log.log_end_offset,
-                    log_start_offset=p.log.log_start_offset,
-                    partition_max_bytes=self.max_bytes,
-                )
-            )
-        body = cls(
-            replica_id=self.broker_id,
-            max_wait_ms=self.max_wait_ms,
-            min_bytes=1,
-            max_bytes=self.max_bytes,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[cls.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
-            forgotten_topics_data=[],
-            rack_id="",
+    async def _fetch(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        wanted: dict[TopicPartition, PartitionRequest],
+    ) -> None:
+        request = self.session.build(wanted)
+        response = await self._call(
+            reader, writer, ApiKey.FETCH, FETCH_VERSION, self._fetch_body(request)
         )
-        response = await self._call(reader, writer, ApiKey.FETCH, FETCH_VERSION, body)
+        error_code = int(response.error_code)  # type: ignore[attr-defined]
+        self.session.on_response(request, error_code, int(response.session_id))  # type: ignore[attr-defined]
+        if error_code:
+            log.info(
+                "leader %d ended the fetch session: %s",
+                self.leader.id,
+                type(for_code(error_code)).__name__,
+            )
+            return
+        now_s = time.monotonic()
         for t in response.responses:  # type: ignore[attr-defined]
             for data in t.partitions:
                 key = (t.topic, data.partition_index)
-                partition = ready.get(key)
-                if partition is None or self.partitions.get(key) is not partition:
+                partition = self.partitions.get(key)
+                if partition is None or not self.states.fetching(key):
+                    continue  # dropped, or re-added for a new leader epoch while we fetched
+                if data.error_code:
+                    log.info(
+                        "%r: leader answered %s",
+                        partition,
+                        type(for_code(data.error_code)).__name__,
+                    )
+                    self.states.failed(key, data.error_code, now_s, self.backoff_s)
                     continue
-                if data.error_code == OFFSET_OUT_OF_RANGE:
-                    self.needs_truncation.add(key)
-                elif data.error_code:
-                    error: KafkaApiError = for_code(data.error_code)
-                    log.info("%r: leader answered %s", partition, type(error).__name__)
-                    self.needs_truncation.add(key)
-                    await asyncio.sleep(RETRY_DELAY_S)
-                else:
-                    try:
-                        partition.append_as_follower(data.records or b"", data.high_watermark)
-                    except PafkaError as exc:
-                        # Diverged or damaged: find the common point with the leader again.
-                        log.warning("%r: follower append failed: %s", partition, exc)
-                        self.needs_truncation.add(key)
+                try:
+                    partition.append_as_follower(data.records or b"", data.high_watermark)
+                except PafkaError as exc:
+                    # Diverged or damaged: find the common point with the leader again.
+                    log.warning("%r: follower append failed: %s", partition, exc)
+                    self.states.diverged(key)
+
+    def _fetch_body(self, request: SessionRequest) -> object:
+        cls = request_class(ApiKey.FETCH)[FETCH_VERSION]
+        topics: dict[str, list[object]] = {}
+        for (topic, index), r in request.partitions.items():
+            topics.setdefault(topic, []).append(
+                cls.FetchTopic.FetchPartition(
+                    partition=index,
+                    current_leader_epoch=r.current_leader_epoch,
+                    fetch_offset=r.fetch_offset,
+                    log_start_offset=r.log_start_offset,
+                    partition_max_bytes=r.max_bytes,
+                )
+            )
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in request.forgotten:
+            forgotten.setdefault(topic, []).append(index)
+        return cls(
+            replica_id=self.settings.broker_id,
+            max_wait_ms=self.settings.max_wait_ms,
+            min_bytes=1,
+            max_bytes=self.settings.response_max_bytes,
+            isolation_level=0,
+            session_id=request.session_id,
+            session_epoch=request.session_epoch,
+            topics=[cls.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()],
+            forgotten_topics_data=[
+                cls.ForgottenTopic(topic=t, partitions=ps) for t, ps in forgotten.items()
+            ],
+            rack_id="",
+        )
 
 
 class FollowerManager:
     """The links of this broker, and which partition follows which leader."""
 
-    def __init__(self, broker_id: int, max_wait_ms: int, max_bytes: int) -> None:
-        self.broker_id = broker_id
-        self.max_wait_ms = max_wait_ms
-        self.max_bytes = max_bytes
+    def __init__(self, settings: FetcherSettings) -> None:
+        self.settings = settings
         self.links: dict[int, FollowerLink] = {}
         self.stopped = False
 
@@ -215,7 +288,7 @@ class FollowerManager:
             self._stop(link)
             link = None
         if link is None:
-            link = FollowerLink(self.broker_id, leader, self.max_wait_ms, self.max_bytes)
+            link = FollowerLink(self.settings, leader)
             link.task = asyncio.create_task(link.run())
             self.links[leader.id] = link
         link.add(partition)
@@ -223,6 +296,11 @@ class FollowerManager:
     def unfollow(self, topic: str, index: int) -> None:
         for link in self.links.values():
             link.remove((topic, index))
+
+    def held_back(self) -> int:
+        """Partitions waiting out a back-off after an error from their leader."""
+        now_s = time.monotonic()
+        return sum(link.states.held_back(now_s) for link in self.links.values())
 
     def _stop(self, link: FollowerLink) -> None:
         if link.task is not None:

@@ -43,6 +43,8 @@ class BrokerSettings:
     replica_lag_time_max_ms: int = 30_000
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_max_bytes: int = 1024 * 1024
+    replica_fetch_response_max_bytes: int = 10 * 1024 * 1024
+    replica_fetch_backoff_ms: int = 1000
     unclean_leader_election_enable: bool = False
     retention_check_interval_ms: int = 300_000
     checkpoint_interval_ms: int = 5_000
@@ -119,6 +121,14 @@ class BrokerSettings:
             replica_fetch_wait_max_ms=env.integer("REPLICA_FETCH_WAIT_MAX_MS", 500, minimum=0),
             replica_fetch_max_bytes=env.integer(
                 "REPLICA_FETCH_MAX_BYTES", cls.replica_fetch_max_bytes, minimum=1024
+            ),
+            replica_fetch_response_max_bytes=env.integer(
+                "REPLICA_FETCH_RESPONSE_MAX_BYTES",
+                cls.replica_fetch_response_max_bytes,
+                minimum=1024,
+            ),
+            replica_fetch_backoff_ms=env.integer(
+                "REPLICA_FETCH_BACKOFF_MS", cls.replica_fetch_backoff_ms, minimum=0
             ),
             unclean_leader_election_enable=env.flag("UNCLEAN_LEADER_ELECTION_ENABLE", False),
             retention_check_interval_ms=env.integer(

@@ -20,7 +20,7 @@ from pafka.records.encoding import build_batch
 from pafka.storage.config import LogConfig
 from pafka.storage.log_manager import LogManager
 from pafka.zk.znodes import PartitionState
-from services.broker.follower import FollowerManager
+from services.broker.follower import FetcherSettings, FollowerManager
 from services.broker.handlers.context import RequestContext
 from services.broker.isr import IsrManager
 from services.broker.metadata_cache import MetadataCache
@@ -58,7 +58,7 @@ class Harness:
             self.logs,
             MetadataCache(),
             self._config_for,
-            FollowerManager(ME, 500, 1 << 20),
+            FollowerManager(FetcherSettings(ME, 500, 1 << 20, 10 << 20, 1000)),
             on_isr_change=self.metrics.count_isr_change,
         )
         self.metrics.bind_partitions(lambda: self.replicas.partitions.values(), data_dir)
@@ -174,7 +174,7 @@ def test_isr_changes_of_partitions_this_broker_does_not_keep_leading_are_not_cou
 
 
 class FakeKazoo:
-    """The three calls ``write_isr`` makes, on one partition state node."""
+    """The calls ``write_isr_batch`` makes, on one partition state node."""
 
     def __init__(self, isr: tuple[int, ...], *, lose_to: tuple[int, ...] | None = None) -> None:
         self.state = PartitionState(ME, 0, isr, 1)
@@ -197,6 +197,27 @@ class FakeKazoo:
     def create(self, path: str, data: bytes, sequence: bool = False) -> str:
         self.notifications += 1
         return path + "0000000001"
+
+    def set_async(self, path: str, data: bytes, version: int) -> Any:
+        return _Result(lambda: self.set(path, data, version))
+
+    def get_async(self, path: str) -> Any:
+        return _Result(lambda: self.get(path))
+
+
+class _Result:
+    """kazoo's async result: ``get()`` returns the value or raises the call's error."""
+
+    def __init__(self, call: Any) -> None:
+        try:
+            self.value, self.error = call(), None
+        except BadVersionError as exc:
+            self.value, self.error = None, exc
+
+    def get(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 class FakeZk:
