@@ -502,6 +502,22 @@ class UnknownTopicIdError(KafkaApiError):
     retriable = True
 
 
+class FetchSessionIdNotFoundError(KafkaApiError):
+    """The fetch session id is not (or no longer) in the broker's fetch session cache."""
+
+    code = 70
+    http_status = 409
+    retriable = True
+
+
+class InvalidFetchSessionEpochError(KafkaApiError):
+    """The fetch session epoch is not the one the broker expects next."""
+
+    code = 71
+    http_status = 409
+    retriable = True
+
+
 def _subclasses(cls: type[PafkaError]) -> list[type[PafkaError]]:
     found: list[type[PafkaError]] = []
     for sub in cls.__subclasses__():

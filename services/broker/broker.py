@@ -32,6 +32,7 @@ from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
 from services.broker.dispatcher import Dispatcher
+from services.broker.fetch_session_cache import FetchSessionCache
 from services.broker.follower import FetcherSettings, FollowerManager
 from services.broker.groups.coordinator import GroupCoordinator
 from services.broker.groups.offsets import GroupOffsets
@@ -90,6 +91,11 @@ class Broker:
         self.groups = GroupCoordinator(settings.broker_id, self.zk, self.metadata, settings.groups)
         self.group_protocol = GroupProtocol(self.groups)
         self.group_offsets = GroupOffsets(self.groups)
+        self.fetch_sessions = FetchSessionCache(
+            settings.max_incremental_fetch_session_cache_slots,
+            on_evict=self.metrics.fetch_session_evictions.inc,
+        )
+        self.metrics.bind_fetch_sessions(self.fetch_sessions)
         self.dispatcher = Dispatcher(self)
         self.kafka = KafkaServer(
             self.dispatcher.handle_frame,
@@ -148,6 +154,7 @@ class Broker:
         if self._registered:
             await self._controlled_shutdown()
         await self.kafka.close()
+        self.fetch_sessions.close()
         await self.groups.stop()
         await self.isr.close()
         for task in self._tasks:

@@ -21,6 +21,7 @@ from services.broker.log_metrics import LogCollector
 from services.broker.metric_names import api_name, error_name
 
 if TYPE_CHECKING:
+    from services.broker.fetch_session_cache import FetchSessionCache
     from services.broker.partition import Partition
 
 # Kafka requests take from well under a millisecond (metadata, a produce with acks=1) to a
@@ -134,6 +135,22 @@ class BrokerMetrics:
             registry=r,
         )
 
+        self.fetch_sessions = Gauge(
+            "kafka_server_fetchsessioncache_numincrementalfetchsessions",
+            "Incremental fetch sessions (KIP-227) in the broker's cache",
+            registry=r,
+        )
+        self.fetch_session_partitions = Gauge(
+            "kafka_server_fetchsessioncache_numincrementalfetchpartitionscached",
+            "Partitions held by all cached incremental fetch sessions",
+            registry=r,
+        )
+        self.fetch_session_evictions = Counter(
+            "kafka_server_fetchsessioncache_incrementalfetchsessionevictions",
+            "Fetch sessions evicted from the cache (to make room, or unused too long)",
+            registry=r,
+        )
+
         self.logs = LogCollector()
         r.register(self.logs)
         register_build_info(r, "broker")
@@ -179,6 +196,11 @@ class BrokerMetrics:
             self.isr_shrinks.inc()
         if after - before:
             self.isr_expands.inc()
+
+    def bind_fetch_sessions(self, cache: FetchSessionCache) -> None:
+        """Read the fetch session cache's size at scrape time."""
+        self.fetch_sessions.set_function(lambda: len(cache))
+        self.fetch_session_partitions.set_function(cache.partitions_cached)
 
     def bind_partitions(
         self, partitions: Callable[[], Iterable[Partition]], data_dir: Path

@@ -74,7 +74,8 @@ class Partition:
         self.controller_epoch = -1
         self.followers = Followers()
         self.producers = ProducerStateTable()
-        self.notifier = Notifier()
+        # Fetch sessions watching this partition are told its key when it changes.
+        self.notifier = Notifier((topic, index))
         self._rebuild_producer_state()
 
     def _rebuild_producer_state(self) -> None:
@@ -156,7 +157,9 @@ class Partition:
         return tuple(self.isr) + tuple(joining) if joining else None
 
     def isr_to_shrink(self, now_ms: int, lag_max_ms: int) -> tuple[int, ...] | None:
-        lagging = self.followers.lagging(self.isr, self.leader, now_ms, lag_max_ms)
+        lagging = self.followers.lagging(
+            self.isr, self.leader, self.log.log_end_offset, now_ms, lag_max_ms
+        )
         return tuple(r for r in self.isr if r not in lagging) if lagging else None
 
     def ensure_leader(self) -> None:
@@ -192,6 +195,7 @@ class Partition:
                 return AppendResult(
                     duplicate.first_offset, -1, self.log.log_start_offset, duplicate.last_offset
                 )
+        self.followers.on_leader_append(self.log.log_end_offset, now_ms)
         info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         for head in idempotent:
             self._remember(head, info.first_offset, now_ms)
@@ -231,6 +235,7 @@ class Partition:
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
         self.producers.truncate_to(offset)
+        self.notifier.notify()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Fence requests made against another leader epoch (KIP-320); -1 means unknown."""

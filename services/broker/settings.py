@@ -51,6 +51,9 @@ class BrokerSettings:
     # How long CreateTopics waits for the controller to elect leaders when timeout_ms allows.
     topic_ready_wait_ms: int = 30_000
     producer_id_block_size: int = 1000
+    # Fetch sessions (KIP-227) the broker keeps (Kafka's max.incremental.fetch.session.cache.slots);
+    # 0 serves every fetch without a session.
+    max_incremental_fetch_session_cache_slots: int = 1000
     log_level: str = "INFO"
 
     @property
@@ -133,6 +136,11 @@ class BrokerSettings:
             unclean_leader_election_enable=env.flag("UNCLEAN_LEADER_ELECTION_ENABLE", False),
             retention_check_interval_ms=env.integer(
                 "RETENTION_CHECK_INTERVAL_MS", cls.retention_check_interval_ms, minimum=100
+            ),
+            max_incremental_fetch_session_cache_slots=env.integer(
+                "MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS",
+                cls.max_incremental_fetch_session_cache_slots,
+                minimum=0,
             ),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )

@@ -8,7 +8,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from pafka.storage.region import FileRegion
-from services.broker.handlers.fetch import MAX_REGIONS_PER_FETCH, _PartitionFetch, _read_all
+from services.broker.handlers.fetch_reads import (
+    MAX_REGIONS_PER_FETCH,
+    PartitionFetch,
+    ReadBudget,
+    read_each,
+)
 from services.broker.partition import ReadResult
 
 RECORDS_BYTES = 20_000
@@ -45,9 +50,11 @@ def test_a_fetch_over_many_partitions_pins_at_most_the_cap_of_descriptors() -> N
             replicas=SimpleNamespace(leader_partition=lambda *_: partition)
         )
         ctx: Any = SimpleNamespace(broker=broker)
-        wanted = [_PartitionFetch("t", p, 0, 1 << 20) for p in range(partitions)]
+        wanted = [PartitionFetch("t", p, 0, 1 << 20) for p in range(partitions)]
 
-        total = _read_all(ctx, wanted, 1 << 30, replica_id=-1)
+        budget = ReadBudget(1 << 30)
+        read_each(ctx, wanted, -1, budget)
+        total = budget.total
 
         results = [w.result for w in wanted]
         assert all(r is not None for r in results)
