@@ -25,8 +25,13 @@ from pafka.control.messages import LiveBroker
 from pafka.errors import PafkaError, ProtocolError, for_code
 from pafka.protocol.messages import decode_response, encode_request, request_class
 from pafka.protocol.versions import ApiKey
-from services.broker.follower_session import FollowerSession, PartitionRequest, SessionRequest
-from services.broker.follower_state import FetchStates, Next, TopicPartition
+from services.broker.follower_session import (
+    INITIAL_EPOCH,
+    FollowerSession,
+    PartitionRequest,
+    SessionRequest,
+)
+from services.broker.follower_state import FetchStates, TopicPartition
 from services.broker.partition import Partition
 
 log = logging.getLogger(__name__)
@@ -53,6 +58,10 @@ class FollowerLink:
     partitions: dict[TopicPartition, Partition] = field(default_factory=dict)
     states: FetchStates = field(default_factory=FetchStates)
     session: FollowerSession = field(default_factory=FollowerSession)
+    # What the next fetch asks of each fetching partition, kept current as partitions change,
+    # and which entries changed since the last request.
+    requests: dict[TopicPartition, PartitionRequest] = field(default_factory=dict)
+    touched: set[TopicPartition] = field(default_factory=set)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     correlation_id: int = 0
@@ -65,11 +74,27 @@ class FollowerLink:
         key = (partition.topic, partition.index)
         self.partitions[key] = partition
         self.states.add(key)
+        self._refresh(key)
         self.wake.set()
 
     def remove(self, key: TopicPartition) -> None:
         self.partitions.pop(key, None)
         self.states.remove(key)
+        self._refresh(key)
+
+    def _refresh(self, key: TopicPartition) -> None:
+        """Re-read what the next fetch asks of ``key`` (its state or its log changed)."""
+        self.touched.add(key)
+        partition = self.partitions.get(key)
+        if partition is None or not self.states.fetching(key):
+            self.requests.pop(key, None)
+            return
+        self.requests[key] = PartitionRequest(
+            partition.log.log_end_offset,
+            partition.log.log_start_offset,
+            partition.leader_epoch,
+            self.settings.partition_max_bytes,
+        )
 
     async def run(self) -> None:
         while True:
@@ -98,13 +123,11 @@ class FollowerLink:
 
     async def _replicate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while self.partitions:
-            now_s = time.monotonic()
-            truncating = sorted(self.states.due(Next.TRUNCATE, now_s))
+            truncating = self.states.due_truncations(time.monotonic())
             if truncating:
                 await self._truncate(reader, writer, truncating)
-            wanted = self._wanted(time.monotonic())
-            if wanted or self.session.sent:
-                await self._fetch(reader, writer, wanted)
+            if self.requests or self.session.sent:
+                await self._fetch(reader, writer)
             elif not truncating:
                 await self._wait_for_due()
 
@@ -115,18 +138,6 @@ class FollowerLink:
         timeout_s = None if due_s is None else max(due_s - time.monotonic(), 0.0)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wake.wait(), timeout_s)
-
-    def _wanted(self, now_s: float) -> dict[TopicPartition, PartitionRequest]:
-        wanted = {}
-        for key in self.states.due(Next.FETCH, now_s):
-            p = self.partitions[key]
-            wanted[key] = PartitionRequest(
-                p.log.log_end_offset,
-                p.log.log_start_offset,
-                p.leader_epoch,
-                self.settings.partition_max_bytes,
-            )
-        return wanted
 
     async def _call(
         self,
@@ -180,7 +191,7 @@ class FollowerLink:
                         partition,
                         type(for_code(r.error_code)).__name__,
                     )
-                    self.states.failed(key, r.error_code, now_s, self.backoff_s)
+                    self._failed(key, r.error_code, now_s)
                     continue
                 log_end = partition.log.log_end_offset
                 if partition.log.epochs.latest_epoch < 0 or r.end_offset < 0:
@@ -193,14 +204,19 @@ class FollowerLink:
                     )
                     partition.truncate_to(target)
                 self.states.ready(key)
+                self._refresh(key)
 
-    async def _fetch(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        wanted: dict[TopicPartition, PartitionRequest],
-    ) -> None:
-        request = self.session.build(wanted)
+    def _failed(self, key: TopicPartition, error_code: int, now_s: float) -> None:
+        self.states.failed(key, error_code, now_s, self.backoff_s)
+        self._refresh(key)
+
+    async def _fetch(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.session.next_epoch == INITIAL_EPOCH:
+            # A full request: every entry afresh (the log start may have moved by retention).
+            for key in list(self.requests):
+                self._refresh(key)
+        request = self.session.build(self.requests, self.touched)
+        self.touched = set()
         response = await self._call(
             reader, writer, ApiKey.FETCH, FETCH_VERSION, self._fetch_body(request)
         )
@@ -226,7 +242,7 @@ class FollowerLink:
                         partition,
                         type(for_code(data.error_code)).__name__,
                     )
-                    self.states.failed(key, data.error_code, now_s, self.backoff_s)
+                    self._failed(key, data.error_code, now_s)
                     continue
                 try:
                     partition.append_as_follower(data.records or b"", data.high_watermark)
@@ -234,6 +250,10 @@ class FollowerLink:
                     # Diverged or damaged: find the common point with the leader again.
                     log.warning("%r: follower append failed: %s", partition, exc)
                     self.states.diverged(key)
+                    self._refresh(key)
+                    continue
+                if data.records:
+                    self._refresh(key)
 
     def _fetch_body(self, request: SessionRequest) -> object:
         cls = request_class(ApiKey.FETCH)[FETCH_VERSION]

@@ -11,7 +11,7 @@ what the leader said.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -51,11 +51,20 @@ class FollowerSession:
     next_epoch: int = INITIAL_EPOCH
     sent: dict[TopicPartition, PartitionRequest] = field(default_factory=dict)
 
-    def build(self, wanted: Mapping[TopicPartition, PartitionRequest]) -> SessionRequest:
+    def build(
+        self,
+        wanted: Mapping[TopicPartition, PartitionRequest],
+        touched: Collection[TopicPartition],
+    ) -> SessionRequest:
+        """The next request for ``wanted``; ``touched`` names every partition whose entry in
+        ``wanted`` may differ from what the session holds (added, changed or removed since the
+        last request), so an incremental request costs nothing per untouched partition."""
         if self.next_epoch == INITIAL_EPOCH:
             return SessionRequest(0, INITIAL_EPOCH, dict(wanted), ())
-        changed = {tp: r for tp, r in wanted.items() if self.sent.get(tp) != r}
-        forgotten = tuple(sorted(tp for tp in self.sent if tp not in wanted))
+        changed = {
+            tp: r for tp in touched if (r := wanted.get(tp)) is not None and self.sent.get(tp) != r
+        }
+        forgotten = tuple(sorted(tp for tp in touched if tp in self.sent and tp not in wanted))
         return SessionRequest(self.session_id, self.next_epoch, changed, forgotten)
 
     def on_response(self, request: SessionRequest, error_code: int, session_id: int) -> None:

@@ -10,7 +10,6 @@ yet heard of the new leader epoch. Pure bookkeeping; time comes in as arguments.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from pafka.errors import OffsetOutOfRangeError
@@ -47,9 +46,11 @@ def after_error(error_code: int, now_s: float, backoff_s: float) -> FetchState:
 
 @dataclass
 class FetchStates:
-    """The partitions one fetcher follows, by state."""
+    """The partitions one fetcher follows, by state; the ones still to truncate (or held back)
+    are kept apart, so an idle fetcher's loop costs nothing per fetching partition."""
 
     states: dict[TopicPartition, FetchState] = field(default_factory=dict)
+    truncating: set[TopicPartition] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.states)
@@ -59,39 +60,43 @@ class FetchStates:
 
     def add(self, key: TopicPartition) -> None:
         """A (new) leader epoch for the partition: find the common point with the leader."""
-        self.states[key] = FetchState()
+        self._set(key, FetchState())
 
     def remove(self, key: TopicPartition) -> None:
         self.states.pop(key, None)
+        self.truncating.discard(key)
 
     def ready(self, key: TopicPartition) -> None:
-        """Truncated to the common point (or fetched without error): fetch next."""
-        state = self.states.get(key)
-        if state is not None:
-            state.next, state.delayed_until_s, state.errors = Next.FETCH, 0.0, 0
+        """Truncated to the common point: fetch next."""
+        if key in self.states:
+            self._set(key, FetchState(Next.FETCH))
 
     def failed(self, key: TopicPartition, error_code: int, now_s: float, backoff_s: float) -> None:
         if key in self.states:
-            self.states[key] = after_error(error_code, now_s, backoff_s)
+            self._set(key, after_error(error_code, now_s, backoff_s))
 
     def diverged(self, key: TopicPartition) -> None:
         """The leader's records did not fit this log: find the common point again, now."""
         if key in self.states:
-            self.states[key] = FetchState(Next.TRUNCATE)
+            self._set(key, FetchState(Next.TRUNCATE))
 
     def fetching(self, key: TopicPartition) -> bool:
-        state = self.states.get(key)
-        return state is not None and state.next is Next.FETCH
+        return key in self.states and key not in self.truncating
 
-    def due(self, wanted: Next, now_s: float) -> Iterator[TopicPartition]:
-        for key, state in self.states.items():
-            if state.next is wanted and state.delayed_until_s <= now_s:
-                yield key
+    def due_truncations(self, now_s: float) -> list[TopicPartition]:
+        return sorted(k for k in self.truncating if self.states[k].due(now_s))
 
     def next_due_s(self) -> float | None:
         """When the earliest held-back partition may go again; None if none is held back."""
-        delays = [s.delayed_until_s for s in self.states.values() if s.delayed_until_s > 0]
+        delays = [d for k in self.truncating if (d := self.states[k].delayed_until_s) > 0]
         return min(delays) if delays else None
 
     def held_back(self, now_s: float) -> int:
-        return sum(1 for s in self.states.values() if s.delayed_until_s > now_s)
+        return sum(1 for k in self.truncating if self.states[k].delayed_until_s > now_s)
+
+    def _set(self, key: TopicPartition, state: FetchState) -> None:
+        self.states[key] = state
+        if state.next is Next.TRUNCATE:
+            self.truncating.add(key)
+        else:
+            self.truncating.discard(key)

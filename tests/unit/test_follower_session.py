@@ -61,8 +61,14 @@ def test_the_leaders_cache_always_matches_what_the_follower_last_wanted(
 ) -> None:
     leader = LeaderModel()
     session = FollowerSession()
+    previous: dict[TopicPartition, PartitionRequest] = {}
     for number, (wanted, outcome) in enumerate(rounds, start=1):
-        request = session.build(wanted)
+        # What a fetcher tracks: only the entries that changed since its last request.
+        touched = {
+            tp for tp in wanted.keys() | previous.keys() if wanted.get(tp) != previous.get(tp)
+        }
+        previous = wanted
+        request = session.build(wanted, touched)
         if outcome == "lost":
             # The leader restarted: it knows no session, whatever we send.
             leader = LeaderModel()
@@ -85,10 +91,10 @@ def test_an_idle_follower_sends_nothing_once_the_session_holds_its_partitions(
     wanted: dict[TopicPartition, PartitionRequest],
 ) -> None:
     session = FollowerSession()
-    first = session.build(wanted)
+    first = session.build(wanted, wanted.keys())
     assert first.full and first.partitions == wanted
     session.on_response(first, 0, 42)
-    idle = session.build(wanted)
+    idle = session.build(wanted, wanted.keys())
     assert (idle.session_id, idle.session_epoch) == (42, 1)
     assert idle.partitions == {} and idle.forgotten == ()
 
@@ -96,9 +102,13 @@ def test_an_idle_follower_sends_nothing_once_the_session_holds_its_partitions(
 def test_only_changed_partitions_are_sent_and_removed_ones_forgotten() -> None:
     session = FollowerSession()
     a, b, c = ("t", 0), ("t", 1), ("u", 0)
-    first = session.build({a: PartitionRequest(0, 0, 1, 10), b: PartitionRequest(5, 0, 1, 10)})
+    first = session.build(
+        {a: PartitionRequest(0, 0, 1, 10), b: PartitionRequest(5, 0, 1, 10)}, {a, b}
+    )
     session.on_response(first, 0, 7)
-    second = session.build({a: PartitionRequest(3, 0, 1, 10), c: PartitionRequest(0, 0, 2, 10)})
+    second = session.build(
+        {a: PartitionRequest(3, 0, 1, 10), c: PartitionRequest(0, 0, 2, 10)}, {a, b, c}
+    )
     assert second.partitions == {a: PartitionRequest(3, 0, 1, 10), c: PartitionRequest(0, 0, 2, 10)}
     assert second.forgotten == (b,)
 
@@ -106,15 +116,15 @@ def test_only_changed_partitions_are_sent_and_removed_ones_forgotten() -> None:
 def test_a_new_leader_epoch_alone_puts_the_partition_in_the_request() -> None:
     session = FollowerSession()
     key = ("t", 0)
-    first = session.build({key: PartitionRequest(9, 0, 1, 10)})
+    first = session.build({key: PartitionRequest(9, 0, 1, 10)}, {key})
     session.on_response(first, 0, 3)
-    assert session.build({key: PartitionRequest(9, 0, 2, 10)}).partitions == {
+    assert session.build({key: PartitionRequest(9, 0, 2, 10)}, {key}).partitions == {
         key: PartitionRequest(9, 0, 2, 10)
     }
 
 
 def test_the_epoch_wraps_to_one_not_to_the_initial_epoch() -> None:
     session = FollowerSession(session_id=5, next_epoch=MAX_EPOCH)
-    request = session.build({})
+    request = session.build({}, ())
     session.on_response(request, 0, 5)
     assert session.next_epoch == 1

@@ -19,10 +19,10 @@ EPOCH_ERRORS = [FencedLeaderEpochError.code, UnknownLeaderEpochError.code]
 def test_a_new_partition_first_finds_its_common_point_with_the_leader() -> None:
     states = FetchStates()
     states.add(("t", 0))
-    assert list(states.due(Next.TRUNCATE, 0.0)) == [("t", 0)]
-    assert list(states.due(Next.FETCH, 0.0)) == []
+    assert states.due_truncations(0.0) == [("t", 0)]
+    assert not states.fetching(("t", 0))
     states.ready(("t", 0))
-    assert list(states.due(Next.FETCH, 0.0)) == [("t", 0)]
+    assert states.fetching(("t", 0)) and states.due_truncations(0.0) == []
 
 
 def test_an_offset_out_of_range_truncates_at_once() -> None:
@@ -36,9 +36,9 @@ def test_an_epoch_error_holds_back_one_partition_and_no_other() -> None:
         states.add(("t", index))
         states.ready(("t", index))
     states.failed(("t", 1), FencedLeaderEpochError.code, now_s=10.0, backoff_s=1.0)
-    assert sorted(states.due(Next.FETCH, 10.0)) == [("t", 0), ("t", 2)]
-    assert list(states.due(Next.TRUNCATE, 10.5)) == []
-    assert list(states.due(Next.TRUNCATE, 11.0)) == [("t", 1)]
+    assert [i for i in range(3) if states.fetching(("t", i))] == [0, 2]
+    assert states.due_truncations(10.5) == []
+    assert states.due_truncations(11.0) == [("t", 1)]
     assert states.next_due_s() == 11.0
     assert states.held_back(10.5) == 1
 
@@ -48,7 +48,7 @@ def test_a_new_leader_and_isr_ends_the_back_off() -> None:
     states.add(("t", 0))
     states.failed(("t", 0), NotLeaderOrFollowerError.code, now_s=5.0, backoff_s=30.0)
     states.add(("t", 0))
-    assert list(states.due(Next.TRUNCATE, 5.0)) == [("t", 0)]
+    assert states.due_truncations(5.0) == [("t", 0)]
     assert states.next_due_s() is None
 
 
@@ -58,7 +58,7 @@ def test_a_diverged_append_truncates_at_once() -> None:
     states.ready(("t", 0))
     states.diverged(("t", 0))
     assert not states.fetching(("t", 0))
-    assert list(states.due(Next.TRUNCATE, 0.0)) == [("t", 0)]
+    assert states.due_truncations(0.0) == [("t", 0)]
 
 
 def test_errors_for_partitions_no_longer_followed_are_ignored() -> None:
@@ -86,6 +86,7 @@ def test_every_partition_without_an_error_stays_fetchable(
         if code:
             states.failed(("t", index), code, now_s=0.0, backoff_s=backoff_s)
             failed.add(("t", index))
-    fetchable = set(states.due(Next.FETCH, 0.0))
+    fetchable = {("t", i) for i in range(10) if states.fetching(("t", i))}
     assert fetchable == {("t", i) for i in range(10)} - failed
-    assert set(states.due(Next.TRUNCATE, backoff_s)) == failed
+    assert set(states.due_truncations(backoff_s)) == failed
+    assert states.truncating == failed
