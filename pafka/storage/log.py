@@ -31,12 +31,13 @@ from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 from pafka.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pafka.records.batch import BatchHeader, assign_offsets, iter_batches, validate
 from pafka.storage import layout, recovery, retention
+from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import PartitionOffsets, write_epochs, write_partition_offsets
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
 from pafka.storage.files import FileCache
 from pafka.storage.region import FileRegion
-from pafka.storage.segment import ActiveSegment, Segment
+from pafka.storage.segment import Segment
 
 MAX_RELATIVE_OFFSET = 2**31 - 1
 SHARED_FILES = FileCache()  # for logs opened without a LogManager
@@ -85,7 +86,7 @@ class Log:
         self.epochs = LeaderEpochCache()
         self._high_watermark = 0
         self._bases = [s.base_offset for s in segments]
-        self._unflushed: list[int] = []  # dup'd descriptors of sealed segments to fsync
+        self._unflushed: list[int] = []  # descriptors of sealed segments' files to fsync
         self._unflushed_messages = 0
         self._lock = threading.Lock()
         self._checkpointed: PartitionOffsets | None = None
@@ -215,11 +216,11 @@ class Log:
         if old.size == 0:
             return
         else:
-            sync_fd = old.sync_handle()
+            sync_fds = old.sync_handles()
             with self._lock:
+                self._unflushed += sync_fds
                 self.segments[-1] = old.seal(self.files)
-                self._unflushed.append(sync_fd)
-        new = ActiveSegment(self.directory, start, self.config.index_interval_bytes)
+        new = ActiveSegment(self.directory, start, self.config.index_interval_bytes, self.files)
         new.created_ms = now_ms
         with self._lock:
             self.segments.append(new)
@@ -306,13 +307,15 @@ class Log:
             if not isinstance(last, ActiveSegment):
                 last.close()
                 last = ActiveSegment(
-                    self.directory, last.base_offset, self.config.index_interval_bytes
+                    self.directory, last.base_offset, self.config.index_interval_bytes, self.files
                 )
                 last.load(check_crc=False, rebuild_indexes=False)
                 self.segments[-1] = last
             if last.base_offset >= offset:
                 last.delete()
-                last = ActiveSegment(self.directory, offset, self.config.index_interval_bytes)
+                last = ActiveSegment(
+                    self.directory, offset, self.config.index_interval_bytes, self.files
+                )
                 self.segments[-1] = last
                 self._bases[-1] = offset
             else:
@@ -376,12 +379,8 @@ class Log:
         with self._lock:
             end = self.log_end_offset
             pending, self._unflushed = self._unflushed, []
-            pending.append(self.active.sync_handle())
-            index_fds = [
-                os.dup(self.active.offset_index.file.fd()),
-                os.dup(self.active.time_index.file.fd()),
-            ]
-        for fd in pending + index_fds:
+            pending += self.active.sync_handles()
+        for fd in pending:
             try:
                 os.fsync(fd)
             finally:
