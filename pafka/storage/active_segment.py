@@ -63,11 +63,12 @@ class ActiveSegment(Segment):
                 self.time_index.append(self.max_timestamp, relative)
             self._bytes_since_index = 0
             if self.offset_index.tail_entries > TAIL_ENTRIES:
-                self._spill_indexes()
+                self.spill_indexes()
         self._bytes_since_index += header.size
         self.next_offset = header.next_offset
 
-    def _spill_indexes(self) -> None:
+    def spill_indexes(self) -> None:
+        """Move the index entries held in memory to the files (all but each index's last)."""
         # The time index first: should a crash fall between the two writes, the time index on
         # disk covers at least the offset index's points, and recovery trims the excess.
         self.time_index.spill()

@@ -104,11 +104,13 @@ class Log:
 
         Clean shutdown is detected by the marker :meth:`close` writes, unless the caller knows.
         """
+        # Not ``files or ...``: an empty cache is falsy (it has a length).
+        files = SHARED_FILES if files is None else files
         try:
-            state = recovery.recover(directory, config, files or SHARED_FILES, clean_shutdown_known)
+            state = recovery.recover(directory, config, files, clean_shutdown_known)
         except OSError as exc:
             raise KafkaStorageError(f"cannot open log {directory}: {exc}") from exc
-        self = cls(directory, config, state.segments, files or SHARED_FILES)
+        self = cls(directory, config, state.segments, files)
         self.log_start_offset = state.log_start_offset
         self.recovery_point = state.recovery_point
         self.epochs = state.epochs
