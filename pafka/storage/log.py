@@ -217,14 +217,11 @@ class Log:
         start = self.log_end_offset
         if old.size == 0:
             return
-        else:
-            sync_fds = old.sync_handles()
-            with self._lock:
-                self._unflushed += sync_fds
-                self.segments[-1] = old.seal(self.files)
-        new = ActiveSegment(self.directory, start, self.config.index_interval_bytes, self.files)
-        new.created_ms = now_ms
-        with self._lock:
+        with self._lock:  # one step: a flush on a worker thread must find an active segment
+            self._unflushed += old.sync_handles()
+            self.segments[-1] = old.seal(self.files)
+            new = ActiveSegment(self.directory, start, self.config.index_interval_bytes, self.files)
+            new.created_ms = now_ms
             self.segments.append(new)
             self._bases.append(start)
 
