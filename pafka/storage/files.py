@@ -1,9 +1,11 @@
 """File descriptors of segment files: owned by the active segment, borrowed from an LRU otherwise.
 
-A broker with thousands of partitions must not keep three descriptors open per sealed segment.
-The active segment of each log owns read-write descriptors; sealed segments and their indexes
-borrow read-only descriptors from a :class:`FileCache` shared by all logs of a broker, which
-closes the least recently used one beyond its capacity.
+A broker with thousands of partitions must not keep three descriptors open per segment. The
+active segment of each log owns one read-write descriptor, its log file's (its indexes open their
+files only to write them, :mod:`pafka.storage.active_index`); every other read, of sealed
+segments' logs and of any index, borrows a read-only descriptor from a :class:`FileCache` shared
+by all logs of a broker, which closes the least recently used one beyond its capacity. An idle
+partition so costs one descriptor, and the whole broker ``partitions + capacity``.
 
 Callers fetch a descriptor immediately before each system call (``os.pread(f.fd(), ...)``) and
 never keep it across another fetch, so an evicted descriptor is never used.
@@ -29,7 +31,7 @@ class FileHandle(Protocol):
 
 
 class OwnedFile:
-    """A descriptor opened read-write for the life of the object (the active segment's files)."""
+    """A descriptor opened read-write for the life of the object (the active segment's log)."""
 
     __slots__ = ("_fd", "path")
 

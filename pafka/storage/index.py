@@ -11,13 +11,17 @@ Entry layouts (big-endian, fixed size so an entry is found by arithmetic):
 
 Relative offsets are ``offset - segment base offset``; the log rolls before one would overflow
 int32. Lookups binary-search the file with ``os.pread``: entries stay in the page cache, never
-in Python objects, so memory does not grow with the amount of data stored.
+in Python objects, so memory does not grow with the amount of data stored. The file's descriptor
+is borrowed from the broker's :class:`~pafka.storage.files.FileCache` for each read, so an index
+holds none while idle (Kafka's lazy index loading). The active segment's indexes are written
+through :mod:`pafka.storage.active_index`.
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 
 from pafka.storage.files import FileHandle
 
@@ -26,7 +30,7 @@ TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative_offset
 
 
 class SparseIndex:
-    """A file of fixed-size (key, value) entries with sorted keys."""
+    """A file of fixed-size (key, value) entries with sorted keys, read-only."""
 
     __slots__ = ("_entry", "entries", "file")
 
@@ -51,7 +55,10 @@ class SparseIndex:
 
     def floor(self, key: int) -> tuple[int, int] | None:
         """The last entry whose key is <= ``key``."""
-        lo, hi = 0, self.entries - 1
+        return self.floor_between(key, 0, self.entries - 1)
+
+    def floor_between(self, key: int, lo: int, hi: int) -> tuple[int, int] | None:
+        """The last entry among ``lo..hi`` (inclusive) whose key is <= ``key``."""
         found = None
         while lo <= hi:
             mid = (lo + hi) // 2
@@ -63,23 +70,22 @@ class SparseIndex:
                 hi = mid - 1
         return found
 
-    # -- writing (the active segment's indexes only) -----------------------------------------------
 
-    def append(self, key: int, value: int) -> None:
-        os.pwrite(self.file.fd(), self._entry.pack(key, value), self.entries * self._entry.size)
-        self.entries += 1
-
-    def truncate_entries(self, count: int) -> None:
-        os.ftruncate(self.file.fd(), count * self._entry.size)
-        self.entries = count
-
-    def truncate_values_from(self, value: int) -> None:
-        """Drop the trailing entries whose value is >= ``value``."""
-        keep = self.entries
-        while keep and self.entry(keep - 1)[1] >= value:
-            keep -= 1
-        if keep != self.entries:
-            self.truncate_entries(keep)
+def last_entry_of(path: Path, entry: struct.Struct, size: int) -> tuple[int, int] | None:
+    """The last whole entry of an index file of ``size`` bytes, read with a descriptor of its own:
+    opening thousands of segments at start-up must not churn the broker's file cache."""
+    whole = size - size % entry.size
+    if whole < entry.size:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.pread(fd, entry.size, whole - entry.size)
+    finally:
+        os.close(fd)
+    if len(data) != entry.size:
+        raise OSError(f"short read of the last entry of {path}")
+    key, value = entry.unpack(data)
+    return int(key), int(value)
 
 
 def index_looks_sane(

@@ -31,12 +31,13 @@ from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 from pafka.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pafka.records.batch import BatchHeader, assign_offsets, iter_batches, validate
 from pafka.storage import layout, recovery, retention
+from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import PartitionOffsets, write_epochs, write_partition_offsets
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
 from pafka.storage.files import FileCache
 from pafka.storage.region import FileRegion
-from pafka.storage.segment import ActiveSegment, Segment
+from pafka.storage.segment import Segment
 
 MAX_RELATIVE_OFFSET = 2**31 - 1
 SHARED_FILES = FileCache()  # for logs opened without a LogManager
@@ -85,7 +86,7 @@ class Log:
         self.epochs = LeaderEpochCache()
         self._high_watermark = 0
         self._bases = [s.base_offset for s in segments]
-        self._unflushed: list[int] = []  # dup'd descriptors of sealed segments to fsync
+        self._unflushed: list[int] = []  # descriptors of sealed segments' files to fsync
         self._unflushed_messages = 0
         self._lock = threading.Lock()
         self._checkpointed: PartitionOffsets | None = None
@@ -103,11 +104,13 @@ class Log:
 
         Clean shutdown is detected by the marker :meth:`close` writes, unless the caller knows.
         """
+        # Not ``files or ...``: an empty cache is falsy (it has a length).
+        files = SHARED_FILES if files is None else files
         try:
-            state = recovery.recover(directory, config, files or SHARED_FILES, clean_shutdown_known)
+            state = recovery.recover(directory, config, files, clean_shutdown_known)
         except OSError as exc:
             raise KafkaStorageError(f"cannot open log {directory}: {exc}") from exc
-        self = cls(directory, config, state.segments, files or SHARED_FILES)
+        self = cls(directory, config, state.segments, files)
         self.log_start_offset = state.log_start_offset
         self.recovery_point = state.recovery_point
         self.epochs = state.epochs
@@ -214,14 +217,11 @@ class Log:
         start = self.log_end_offset
         if old.size == 0:
             return
-        else:
-            sync_fd = old.sync_handle()
-            with self._lock:
-                self.segments[-1] = old.seal(self.files)
-                self._unflushed.append(sync_fd)
-        new = ActiveSegment(self.directory, start, self.config.index_interval_bytes)
-        new.created_ms = now_ms
-        with self._lock:
+        with self._lock:  # one step: a flush on a worker thread must find an active segment
+            self._unflushed += old.sync_handles()
+            self.segments[-1] = old.seal(self.files)
+            new = ActiveSegment(self.directory, start, self.config.index_interval_bytes, self.files)
+            new.created_ms = now_ms
             self.segments.append(new)
             self._bases.append(start)
 
@@ -306,13 +306,15 @@ class Log:
             if not isinstance(last, ActiveSegment):
                 last.close()
                 last = ActiveSegment(
-                    self.directory, last.base_offset, self.config.index_interval_bytes
+                    self.directory, last.base_offset, self.config.index_interval_bytes, self.files
                 )
                 last.load(check_crc=False, rebuild_indexes=False)
                 self.segments[-1] = last
             if last.base_offset >= offset:
                 last.delete()
-                last = ActiveSegment(self.directory, offset, self.config.index_interval_bytes)
+                last = ActiveSegment(
+                    self.directory, offset, self.config.index_interval_bytes, self.files
+                )
                 self.segments[-1] = last
                 self._bases[-1] = offset
             else:
@@ -376,12 +378,8 @@ class Log:
         with self._lock:
             end = self.log_end_offset
             pending, self._unflushed = self._unflushed, []
-            pending.append(self.active.sync_handle())
-            index_fds = [
-                os.dup(self.active.offset_index.file.fd()),
-                os.dup(self.active.time_index.file.fd()),
-            ]
-        for fd in pending + index_fds:
+            pending += self.active.sync_handles()
+        for fd in pending:
             try:
                 os.fsync(fd)
             finally:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import shutil
 from pathlib import Path
 
@@ -27,13 +26,6 @@ log = logging.getLogger(__name__)
 TopicPartition = tuple[str, int]
 
 
-def raise_open_files_limit() -> None:
-    """Take the hard limit on open files, as Kafka's docs advise."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
 class LogManager:
     def __init__(
         self, data_dir: Path, default_config: LogConfig, *, open_files: int = DEFAULT_OPEN_FILES
@@ -46,7 +38,6 @@ class LogManager:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise KafkaStorageError(f"cannot create data dir {data_dir}: {exc}") from exc
-        raise_open_files_limit()
 
     def existing(self) -> list[TopicPartition]:
         """Partition directories on disk; half-deleted ones are finished off."""

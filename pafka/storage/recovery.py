@@ -11,17 +11,17 @@ are rebuilt in either case.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from pafka.storage import layout
+from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import read_epochs, read_partition_offsets, write_epochs
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
 from pafka.storage.files import FileCache
-from pafka.storage.index import OFFSET_ENTRY, index_looks_sane
-from pafka.storage.segment import ActiveSegment, Segment
+from pafka.storage.index import OFFSET_ENTRY, index_looks_sane, last_entry_of
+from pafka.storage.segment import Segment
 
 log = logging.getLogger(__name__)
 
@@ -35,28 +35,15 @@ class Recovered:
     epochs: LeaderEpochCache
 
 
-def _last_index_position(path: Path, size: int) -> int | None:
-    if size < OFFSET_ENTRY.size:
-        return None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        data = os.pread(fd, OFFSET_ENTRY.size, size - size % OFFSET_ENTRY.size - OFFSET_ENTRY.size)
-    finally:
-        os.close(fd)
-    return int(OFFSET_ENTRY.unpack(data)[1])
-
-
 def indexes_sane(directory: Path, base_offset: int) -> bool:
     log_path, index_path, time_path = layout.segment_files(directory, base_offset)
     if not (index_path.exists() and time_path.exists()):
         return False
     log_size = log_path.stat().st_size
     index_size = index_path.stat().st_size
+    last = last_entry_of(index_path, OFFSET_ENTRY, index_size)
     return index_looks_sane(
-        index_size,
-        time_path.stat().st_size,
-        _last_index_position(index_path, index_size),
-        log_size,
+        index_size, time_path.stat().st_size, None if last is None else last[1], log_size
     )
 
 
@@ -82,7 +69,7 @@ def recover(
             continue
         if not sane:
             log.warning("rebuilding the indexes of segment %d in %s", base, directory)
-        segment = ActiveSegment(directory, base, config.index_interval_bytes)
+        segment = ActiveSegment(directory, base, config.index_interval_bytes, files)
         intact = segment.load(check_crc=validate, rebuild_indexes=validate or not sane)
         if validate:
             segment.flush()
@@ -101,7 +88,7 @@ def recover(
         break
     if not segments:
         segments.append(
-            ActiveSegment(directory, offsets.log_start_offset, config.index_interval_bytes)
+            ActiveSegment(directory, offsets.log_start_offset, config.index_interval_bytes, files)
         )
     log_end = segments[-1].next_offset
     log_start = min(max(offsets.log_start_offset, segments[0].base_offset), log_end)

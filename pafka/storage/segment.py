@@ -1,25 +1,25 @@
 """Log segments: a ``.log`` file of whole record batches and its two sparse indexes.
 
-:class:`Segment` is sealed and read-only; its descriptors are borrowed from the broker's
-:class:`~pafka.storage.files.FileCache`. :class:`ActiveSegment` is the one segment of a log that
-is appended to; it owns read-write descriptors and becomes a :class:`Segment` when the log
-rolls (:meth:`ActiveSegment.seal`). Batches are written exactly as given; reads return whole
-batches sliced straight from the file.
+:class:`Segment` is sealed and read-only; its descriptors, the log's and the indexes', are
+borrowed from the broker's :class:`~pafka.storage.files.FileCache` for each read, so a sealed
+segment holds none while idle. The one segment of a log that is appended to is an
+:class:`~pafka.storage.active_segment.ActiveSegment`, which becomes a :class:`Segment` when the
+log rolls. Batches are written exactly as given; reads return whole batches sliced straight from
+the file.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from pafka.errors import CorruptMessageError, InvalidRecordError, KafkaApiError
-from pafka.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, check_batch, read_header
+from pafka.errors import CorruptMessageError, KafkaApiError
+from pafka.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, BatchHeader, read_header
 from pafka.records.encoding import decode_records
 from pafka.storage import layout
-from pafka.storage.files import CachedFile, FileCache, FileHandle, OwnedFile
-from pafka.storage.index import OFFSET_ENTRY, TIME_ENTRY, SparseIndex
+from pafka.storage.files import CachedFile, FileCache, FileHandle
+from pafka.storage.index import OFFSET_ENTRY, TIME_ENTRY, SparseIndex, last_entry_of
 from pafka.storage.region import FileRegion
 
 
@@ -64,30 +64,18 @@ class Segment:
         cls, directory: Path, base_offset: int, next_offset: int, files: FileCache
     ) -> Segment:
         """A sealed segment whose files were checked, without holding a descriptor open."""
-        sizes = [
-            p.stat().st_size
-            for p in (
-                layout.log_file(directory, base_offset),
-                layout.index_file(directory, base_offset),
-                layout.time_index_file(directory, base_offset),
-            )
-        ]
+        paths = layout.segment_files(directory, base_offset)
+        log_size, index_size, time_size = (p.stat().st_size for p in paths)
         segment = cls(
             directory,
             base_offset,
-            CachedFile(layout.log_file(directory, base_offset), files),
-            SparseIndex(
-                CachedFile(layout.index_file(directory, base_offset), files), OFFSET_ENTRY, sizes[1]
-            ),
-            SparseIndex(
-                CachedFile(layout.time_index_file(directory, base_offset), files),
-                TIME_ENTRY,
-                sizes[2],
-            ),
-            sizes[0],
+            CachedFile(paths[0], files),
+            SparseIndex(CachedFile(paths[1], files), OFFSET_ENTRY, index_size),
+            SparseIndex(CachedFile(paths[2], files), TIME_ENTRY, time_size),
+            log_size,
         )
         segment.next_offset = next_offset
-        last_time = segment.time_index.last()
+        last_time = last_entry_of(paths[2], TIME_ENTRY, time_size)
         if last_time is not None:
             segment.max_timestamp = last_time[0]
             segment.max_timestamp_offset = base_offset + last_time[1]
@@ -230,150 +218,6 @@ class Segment:
                 pass
             return header.max_timestamp, header.base_offset
         return None
-
-
-class ActiveSegment(Segment):
-    """The segment a log appends to."""
-
-    __slots__ = ("_bytes_since_index", "index_interval_bytes")
-
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
-        log = OwnedFile(layout.log_file(directory, base_offset))
-        offset_file = OwnedFile(layout.index_file(directory, base_offset))
-        time_file = OwnedFile(layout.time_index_file(directory, base_offset))
-        super().__init__(
-            directory,
-            base_offset,
-            log,
-            SparseIndex(offset_file, OFFSET_ENTRY, os.fstat(offset_file.fd()).st_size),
-            SparseIndex(time_file, TIME_ENTRY, os.fstat(time_file.fd()).st_size),
-            os.fstat(log.fd()).st_size,
-        )
-        self.index_interval_bytes = index_interval_bytes
-        self._bytes_since_index = 0
-
-    def note(self, position: int, header: BatchHeader) -> None:
-        """Account for a batch written at ``position``: offsets, timestamps, index entries."""
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
-            self.max_timestamp_offset = header.base_offset
-        if not self.offset_index.entries or self._bytes_since_index >= self.index_interval_bytes:
-            relative = header.base_offset - self.base_offset
-            self.offset_index.append(relative, position)
-            last_time = self.time_index.last()
-            if last_time is None or self.max_timestamp > last_time[0]:
-                self.time_index.append(self.max_timestamp, relative)
-            self._bytes_since_index = 0
-        self._bytes_since_index += header.size
-        self.next_offset = header.next_offset
-
-    def append(self, data: bytes, headers: list[tuple[int, BatchHeader]], now_ms: int) -> None:
-        """Write batches whose offsets are already assigned; ``headers`` positions are relative."""
-        start = self.size
-        written = os.pwrite(self.log.fd(), data, start)
-        if written != len(data):
-            os.ftruncate(self.log.fd(), start)
-            raise OSError(f"short write to {self.log_path}")
-        if not self.size:
-            self.created_ms = now_ms
-        self.size += len(data)
-        for pos, header in headers:
-            self.note(start + pos, header)
-
-    def reset_state(self) -> None:
-        """Forget everything derived from the data (before a rescan)."""
-        self.next_offset = self.base_offset
-        self.max_timestamp = -1
-        self.max_timestamp_offset = self.base_offset
-        self._bytes_since_index = 0
-
-    def truncate_bytes(self, size: int) -> None:
-        os.ftruncate(self.log.fd(), size)
-        self.size = size
-
-    def truncate_to(self, offset: int) -> None:
-        """Drop every batch whose base offset is >= ``offset``."""
-        position = self.position_of(offset, exact_base=True)
-        if position is None:
-            return
-        self.truncate_bytes(position)
-        self.load(check_crc=False, rebuild_indexes=False)
-
-    def load(self, *, check_crc: bool, rebuild_indexes: bool) -> bool:
-        """Derive offsets, timestamps and missing index entries from the file; True when every
-        batch was whole and valid, False when a torn or corrupt tail was cut off.
-
-        Without ``rebuild_indexes`` the index entries are trusted and only batches after the
-        last one are read; with ``check_crc`` those batches' CRCs are verified too.
-        """
-        self.reset_state()
-        start = 0
-        if rebuild_indexes:
-            self.offset_index.truncate_entries(0)
-            self.time_index.truncate_entries(0)
-        else:
-            self.offset_index.truncate_values_from(self.size)
-            last = self.offset_index.last()
-            start = last[1] if last else 0
-            self.time_index.truncate_values_from(last[0] + 1 if last else 0)
-            last_time = self.time_index.last()
-            if last_time is not None:
-                self.max_timestamp = last_time[0]
-                self.max_timestamp_offset = self.base_offset + last_time[1]
-        position = start
-        intact = True
-        try:
-            for pos, header in self.iter_headers(start):
-                check_batch_bounds(self, pos, header)
-                if check_crc:
-                    check_batch(self.pread(header.size, pos), 0, header)
-                if pos == start and self.offset_index.entries:
-                    self._resume_at(header)
-                else:
-                    self.note(pos, header)
-                position = pos + header.size
-        except (CorruptMessageError, InvalidRecordError):
-            intact = False
-        if position < self.size:
-            intact = False
-            self.truncate_bytes(position)
-        if self.size and self.created_ms <= 0:
-            first = self.header_at(0).max_timestamp
-            self.created_ms = first if first > 0 else int(time.time() * 1000)
-        return intact
-
-    def _resume_at(self, header: BatchHeader) -> None:
-        """State after the already-indexed batch at the last offset index entry."""
-        self.next_offset = header.next_offset
-        self._bytes_since_index = header.size
-        if header.max_timestamp > self.max_timestamp:
-            self.max_timestamp = header.max_timestamp
-            self.max_timestamp_offset = header.base_offset
-
-    def finish_time_index(self) -> None:
-        """Record the segment's largest timestamp in the time index (Kafka does on roll)."""
-        last_time = self.time_index.last()
-        if self.max_timestamp >= 0 and (last_time is None or self.max_timestamp > last_time[0]):
-            self.time_index.append(self.max_timestamp, self.max_timestamp_offset - self.base_offset)
-
-    def sync_handle(self) -> int:
-        """A duplicate descriptor of the log file, to fsync later even if the segment closes."""
-        return os.dup(self.log.fd())
-
-    def flush(self) -> None:
-        os.fsync(self.log.fd())
-        os.fsync(self.offset_index.file.fd())
-        os.fsync(self.time_index.file.fd())
-
-    def seal(self, files: FileCache) -> Segment:
-        """Close this segment for writing and return it as a sealed, read-only segment."""
-        self.finish_time_index()
-        self.close()
-        sealed = Segment.open_sealed(self.directory, self.base_offset, self.next_offset, files)
-        sealed.max_timestamp = self.max_timestamp
-        sealed.max_timestamp_offset = self.max_timestamp_offset
-        sealed.created_ms = self.created_ms
-        return sealed
 
 
 def check_batch_bounds(segment: Segment, position: int, header: BatchHeader) -> None:

@@ -31,6 +31,7 @@ from pafka.httpserver import EmbeddedServer, start_http
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
+from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
 from services.broker.fetch_session_cache import FetchSessionCache
 from services.broker.follower import FetcherSettings, FollowerManager
@@ -64,6 +65,8 @@ class Broker:
             name=f"broker-{settings.broker_id}",
         )
         self.cluster_id: str | None = None
+        raise_soft_limit()  # before the logs open: each hosted partition holds a descriptor
+        self.descriptors = DescriptorMonitor()
         self.logs = LogManager(settings.data_dir, settings.log)
         self.followers = FollowerManager(
             FetcherSettings(
@@ -203,6 +206,7 @@ class Broker:
         while True:
             await asyncio.sleep(self.settings.checkpoint_interval_ms / 1000)
             await asyncio.to_thread(self.replicas.checkpoint)
+            await asyncio.to_thread(self.descriptors.check)
 
     async def _periodic_retention(self) -> None:
         while True:

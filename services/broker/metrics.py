@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from pafka.build_info import register_build_info
 from pafka.protocol.messages import ApiKey
@@ -153,6 +153,9 @@ class BrokerMetrics:
 
         self.logs = LogCollector()
         r.register(self.logs)
+        # process_open_fds and process_max_fds (each hosted partition holds a descriptor), with
+        # the process's CPU and memory, read from /proc at scrape time.
+        ProcessCollector(registry=r)
         register_build_info(r, "broker")
         self._request_children: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._error_children: dict[tuple[int, int], Any] = {}

@@ -3,6 +3,11 @@
 The machine appends, reads, rolls (tiny segments), truncates, damages the tail, crashes (no
 clean close) and reopens, closes cleanly, and applies retention. After each step the log must
 hold exactly the model's batches, in order, with the model's offsets.
+
+Index descriptors come and go: the log borrows them from a file cache of four, which the machine
+also empties outright, and the active segment's index entries move from memory to the files
+(spill) at any step; lookups by offset and by timestamp must not notice, and the descriptors
+open into the log's directory stay bounded.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from pafka.errors import OffsetOutOfRangeError
 from pafka.records.batch import iter_batches
 from pafka.storage.config import LogConfig
+from pafka.storage.files import FileCache
 from pafka.storage.log import Log
+from tests.unit.fds_util import open_fds_under
 from tests.unit.records_util import build_batch
 
 CONFIG = LogConfig(segment_bytes=400, index_interval_bytes=64, retention_ms=-1)
+CACHED_FILES = 4
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -31,14 +39,17 @@ class LogMachine(RuleBasedStateMachine):
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="pafka-model-"))
         self.dir = self.root / "topic-0"
-        self.log = Log.open(self.dir, CONFIG)
+        self.files = FileCache(CACHED_FILES)
+        self.log = Log.open(self.dir, CONFIG, files=self.files)
         # The model: (base_offset, values) per batch, and the log start offset.
         self.batches: list[tuple[int, list[bytes]]] = []
+        self.timestamps: dict[int, int] = {}  # base offset -> the batch's records' timestamp
         self.start = 0
         self.epoch = 0
 
     def teardown(self) -> None:
         self.log.close_uncleanly()
+        self.files.close_all()
         shutil.rmtree(self.root, ignore_errors=True)
 
     @property
@@ -48,14 +59,41 @@ class LogMachine(RuleBasedStateMachine):
         base, values = self.batches[-1]
         return base + len(values)
 
-    @rule(values=st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=5))
-    def append(self, values: list[bytes]) -> None:
+    @rule(
+        values=st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=5),
+        timestamp=st.integers(min_value=1000, max_value=1050),
+    )
+    def append(self, values: list[bytes], timestamp: int) -> None:
         info = self.log.append(
-            build_batch(values), leader_epoch=self.epoch, now_ms=int(time.time() * 1000)
+            build_batch(values, timestamp_ms=timestamp),
+            leader_epoch=self.epoch,
+            now_ms=int(time.time() * 1000),
         )
         assert info.first_offset == self.end
         self.batches.append((info.first_offset, values))
+        self.timestamps[info.first_offset] = timestamp
         self.log.high_watermark = self.log.log_end_offset
+
+    @rule(timestamp=st.integers(min_value=990, max_value=1060))
+    def find_by_timestamp(self, timestamp: int) -> None:
+        found = self.log.offset_for_timestamp(timestamp)
+        expected = next(
+            (
+                (self.timestamps[b], b)
+                for b, _ in self.batches
+                if b >= self.start and self.timestamps[b] >= timestamp
+            ),
+            None,
+        )
+        assert (None if found is None else tuple(found)) == expected
+
+    @rule()
+    def close_cached_descriptors(self) -> None:
+        self.files.close_all()
+
+    @rule()
+    def spill_active_indexes(self) -> None:
+        self.log.active.spill_indexes()
 
     @rule()
     def bump_epoch(self) -> None:
@@ -167,14 +205,16 @@ class LogMachine(RuleBasedStateMachine):
         else:
             with open(victim, "ab") as f:
                 f.write(b"\x01\x02\x03")
-        self.log = Log.open(self.dir, CONFIG, clean_shutdown_known=data.draw(st.booleans()))
+        self.log = Log.open(
+            self.dir, CONFIG, clean_shutdown_known=data.draw(st.booleans()), files=self.files
+        )
 
     def _reopen(self, *, clean: bool) -> None:
         if clean:
             self.log.close()
         else:
             self.log.close_uncleanly()
-        self.log = Log.open(self.dir, CONFIG)
+        self.log = Log.open(self.dir, CONFIG, files=self.files)
 
     @invariant()
     def matches_model(self) -> None:
@@ -189,6 +229,12 @@ class LogMachine(RuleBasedStateMachine):
             offset = headers[-1].next_offset
         assert got == [(b, len(v)) for b, v in self.batches if b >= self.start]
         assert self.log._bases == [s.base_offset for s in self.log.segments]
+
+    @invariant()
+    def descriptors_bounded(self) -> None:
+        # The active log, the cache, and rolled segments' files waiting for the next fsync.
+        held = open_fds_under(self.root)
+        assert sum(held.values()) <= 1 + CACHED_FILES + len(self.log._unflushed), held
 
 
 TestLogModel = LogMachine.TestCase
