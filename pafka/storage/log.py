@@ -87,6 +87,8 @@ class Log:
         self._high_watermark = 0
         self._bases = [s.base_offset for s in segments]
         self._unflushed: list[int] = []  # descriptors of sealed segments' files to fsync
+        # Written to (appended, truncated) since the last flush: an idle log's flush is free.
+        self._dirty = True
         self._unflushed_messages = 0
         self._lock = threading.Lock()
         self._checkpointed: PartitionOffsets | None = None
@@ -194,6 +196,7 @@ class Log:
         batches = list(iter_batches(data))
         with self._lock:
             active.append(data, batches, now_ms)
+            self._dirty = True
         self._unflushed_messages += sum(h.records_count for _, h in batches)
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
@@ -323,6 +326,7 @@ class Log:
         self.write_epochs()
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._dirty = True
 
     @storage_errors
     def apply_retention(self, now_ms: int) -> int:
@@ -376,9 +380,12 @@ class Log:
     def flush(self) -> None:
         """fsync everything appended so far and advance the recovery point to it."""
         with self._lock:
+            if not self._dirty and not self._unflushed:
+                return
             end = self.log_end_offset
             pending, self._unflushed = self._unflushed, []
             pending += self.active.sync_handles()
+            self._dirty = False
         for fd in pending:
             try:
                 os.fsync(fd)
@@ -400,6 +407,7 @@ class Log:
     def close(self) -> None:
         """Flush, checkpoint and mark the shutdown clean; the log is unusable afterwards."""
         self.active.finish_time_index()
+        self._dirty = True
         self.checkpoint()
         for segment in self.segments:
             segment.close()

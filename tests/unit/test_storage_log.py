@@ -303,3 +303,31 @@ def test_layout_names() -> None:
     assert layout.parse_segment_name("00000000000000000042.log.deleted") is None
     assert layout.parse_partition_dir("a.b-c-12") == ("a.b-c", 12)
     assert layout.parse_partition_dir("a-b.1234-delete") is None
+
+
+def test_a_checkpoint_of_an_idle_log_fsyncs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    log = filled(tmp_path / "t-0", n=30)
+    log.checkpoint()
+    assert synced, "a written log's first checkpoint syncs it"
+    synced.clear()
+    log.checkpoint()
+    log.checkpoint()
+    assert synced == []
+    log.append(batch(b"more"), leader_epoch=0, now_ms=1000)
+    log.checkpoint()
+    assert synced
+    synced.clear()
+    log.truncate_to(log.log_end_offset - 1)
+    log.checkpoint()
+    assert synced
+    log.close()
