@@ -80,6 +80,11 @@ class Controller:
     def active(self) -> bool:
         return self.epoch is not None
 
+    @property
+    def pending_events(self) -> int:
+        """Events waiting for the event task (folded: at most one per kind and key)."""
+        return len(self._events)
+
     # -- life cycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
