@@ -19,7 +19,7 @@ from pafka.cluster.states import PartitionState as PState
 from pafka.cluster.states import ReplicaState as RState
 from pafka.cluster.topic_config import parse_topic_config
 from pafka.errors import CoordinationError, InvalidConfigError
-from pafka.zk.client import children_or_empty, exists_many, get_many
+from pafka.zk.client import children_or_empty, exists_many, get_many, get_small_many
 from pafka.zk.znodes import (
     BROKER_IDS,
     BROKER_TOPICS,
@@ -95,7 +95,7 @@ def reread_states(
     zk: KazooClient, ctx: ControllerContext, partitions: Sequence[TopicPartition]
 ) -> None:
     """Refresh these partitions' states (and znode versions) from ZooKeeper."""
-    reads = get_many(zk, [PartitionState.path(t, p) for t, p in partitions])
+    reads = get_small_many(zk, [PartitionState.path(t, p) for t, p in partitions])
     for tp, read in zip(partitions, reads, strict=True):
         apply_state(ctx, tp, ctx.partitions[tp], read)
 
