@@ -37,7 +37,7 @@ from pafka.zk.znodes import (
 )
 from services.controller.channel import Message
 from services.controller.context import ControllerContext, PartitionEntry, TopicPartition
-from services.controller.fencing import Epoch, fenced_commit, op_delete
+from services.controller.fencing import MAX_OPS_PER_MULTI, Epoch, fenced_commit, op_delete
 from services.controller.isr_notifications import isr_pass
 from services.controller.loading import (
     bounced as bounced_brokers,
@@ -326,23 +326,26 @@ class PartitionManager:
         return decisions
 
     async def _elect(
-        self, decide: Callable[[], dict[TopicPartition, Election]], attempts: int = 3
+        self, decide: Callable[[], dict[TopicPartition, Election]], attempts: int = 4
     ) -> list[TopicPartition]:
         """Decide, write fenced and conditionally; for the partitions whose state changed
-        under us (a leader updated its ISR), re-read and decide again. Returns every
+        under us (a leader updated its ISR), re-read and decide again, in ever smaller multis
+        so that one busy partition does not hold back the others of its multi. Returns every
         partition written."""
         written: set[TopicPartition] = set()
+        max_ops = MAX_OPS_PER_MULTI
         for _ in range(attempts):
             decisions = decide()
-            failed = await self._write_elections(decisions)
+            failed = await self._write_elections(decisions, max_ops)
             written.update(tp for tp in decisions if tp not in failed)
             if not failed:
                 return sorted(written)
+            max_ops = max(1, max_ops // 10)
         log.error("partition states kept changing under the controller; will retry on next event")
         return sorted(written)
 
     async def _write_elections(
-        self, decisions: dict[TopicPartition, Election]
+        self, decisions: dict[TopicPartition, Election], max_ops: int = MAX_OPS_PER_MULTI
     ) -> set[TopicPartition]:
         """Write the decisions; returns the partitions not written (re-read since)."""
         if not decisions:
@@ -361,7 +364,9 @@ class PartitionManager:
             )
             if election.unclean:
                 log.warning("unclean leader election for %s-%d: %d", tp[0], tp[1], election.leader)
-        failed = await self.zk.run(commit_states, self.zk.kazoo, self.ctx, self.epoch, states)
+        failed = await self.zk.run(
+            commit_states, self.zk.kazoo, self.ctx, self.epoch, states, max_ops
+        )
         if failed:
             await self.zk.run(reread_states, self.zk.kazoo, self.ctx, sorted(failed))
         for tp, state in states.items():

@@ -15,6 +15,7 @@ from pafka.zk.client import children_or_empty, exists_many
 from pafka.zk.znodes import DeleteTopicZNode, PartitionState, TopicConfigZNode, TopicZNode
 from services.controller.context import ControllerContext, TopicPartition
 from services.controller.fencing import (
+    MAX_OPS_PER_MULTI,
     Epoch,
     Op,
     fenced_commit_all,
@@ -30,9 +31,11 @@ def commit_states(
     ctx: ControllerContext,
     epoch: Epoch,
     states: dict[TopicPartition, PartitionState],
+    max_ops: int = MAX_OPS_PER_MULTI,
 ) -> set[TopicPartition]:
-    """Write ``states`` (set where the context knows a version, created otherwise); returns
-    the partitions whose transaction failed. Blocking: run it in a worker thread."""
+    """Write ``states`` (set where the context knows a version, created otherwise) in multis
+    of at most ``max_ops``; returns the partitions whose transaction failed. Blocking: run it
+    in a worker thread."""
     order = sorted(states)
     new = [tp for tp in order if ctx.partitions[tp].zk_version < 0]
     parents = sorted({TopicZNode.partitions_path(t) for t, _ in new})
@@ -53,7 +56,7 @@ def commit_states(
                 existing.add(parent)  # created by this unit, before any later one runs
         unit.append(op_create(path, state.encode()))
         units.append(unit)
-    failed = fenced_commit_units(zk, epoch, units)
+    failed = fenced_commit_units(zk, epoch, units, max_ops)
     return {order[i] for i in failed}
 
 

@@ -233,3 +233,29 @@ def test_a_broker_failure_is_handled_before_pending_isr_notifications(world: Wor
     # The new leaders went out before any notification was handled, though the ISR watch
     # fired first (a FIFO queue would have run one pass of 100 before them).
     assert pending_when_told and pending_when_told[0] == 3000
+
+
+def test_a_state_changed_under_the_controller_holds_back_only_itself(world: World) -> None:
+    created = create_topics(world.zk, 2, 1000, [1, 2, 3])
+    led_by_3 = [tp for tp in created if tp[1] % 3 == 2]
+    busy = led_by_3[100]
+
+    async def scenario() -> PartitionManager:
+        client, manager = await manager_of(world, [])
+        # The leader shrank this ISR after the controller read it.
+        state, version = world.state(busy)
+        shrunk = PartitionState(state.leader, state.leader_epoch, (3, 1), 1)
+        world.zk.set(PartitionState.path(*busy), shrunk.encode(), version=version)
+        world.kill(3)
+        await manager.on_brokers({1, 2})
+        await client.close()
+        return manager
+
+    manager = asyncio.run(scenario())
+    for tp in led_by_3:
+        state, version = world.state(tp)
+        assert state.leader in (1, 2) and 3 not in state.isr
+        assert manager.ctx.partitions[tp].state == state
+        assert manager.ctx.partitions[tp].zk_version == version
+    # Decided again on what the leader wrote: only broker 1 was left in sync.
+    assert world.state(busy)[0].isr == (1,)
