@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,8 @@ from services.controller.reassignment import Reassignments
 from services.controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
+
+SLOW_EVENT_S = 0.5
 
 
 @dataclass
@@ -246,6 +249,7 @@ class Controller:
                 self._pending.clear()
                 await self._pending.wait()
                 continue
+            started = time.monotonic()
             try:
                 await self._process(event)
             except ControllerFencedError as exc:
@@ -254,6 +258,10 @@ class Controller:
                 log.error("event %s failed: %s", event.kind, exc)
             except Exception:
                 log.exception("event %s failed", event.kind)
+            took_s = time.monotonic() - started
+            if took_s > SLOW_EVENT_S:
+                # Everything queued behind it waited this long: worth seeing in the log.
+                log.info("event %s took %.2f s (%d pending)", event.kind, took_s, len(self._events))
 
     async def _process(self, event: Event) -> None:
         if event.kind == "elect":
