@@ -1,4 +1,4 @@
-"""The controller: election, one ordered event queue, and the reactions to cluster changes.
+"""The controller: election, one prioritised event queue, and the reactions to cluster changes.
 
 Every ZooKeeper watch only enqueues an event; one task processes events one at a time, so the
 controller's decisions never interleave. Events are taken by priority and fold into one
