@@ -22,15 +22,16 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooClient, KazooState, _prefix_root
 from kazoo.exceptions import (
     BadVersionError,
     KazooException,
     NodeExistsError,
     NoNodeError,
+    UnimplementedError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
@@ -45,10 +46,15 @@ from pafka.errors import (
     ZkNoNodeError,
 )
 from pafka.zk import znodes
+from pafka.zk.multi_read import MultiRead
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+# Requests in flight at once in a pipelined read: enough to hide the round trip, few enough
+# that kazoo's pending-reply bookkeeping stays small however many znodes are read.
+PIPELINE_WINDOW = 2000
 
 
 class SessionEvent(enum.Enum):
@@ -200,6 +206,10 @@ class ZkClient:
 
         return await self.run(read)
 
+    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        """Read many znodes pipelined (see :func:`get_many`)."""
+        return await self.run(get_many, self.kazoo, paths)
+
     async def get_children(self, path: str) -> list[str]:
         def read() -> list[str]:
             try:
@@ -265,6 +275,79 @@ def _same_endpoint(a: bytes, b: bytes) -> bool:
 def _describe(data: bytes) -> str:
     endpoint = _endpoint(data)
     return f"{endpoint[0]}:{endpoint[1]}" if endpoint and endpoint[0] else "unknown endpoint"
+
+
+def _pipelined(
+    start: Callable[[str], Any], paths: Sequence[str], window: int = PIPELINE_WINDOW
+) -> list[Any]:
+    """Issue one asynchronous request per path, at most ``window`` outstanding, and wait for
+    them in order; a missing znode gives None, any other failure is raised (mapped by the
+    caller's :meth:`ZkClient.run`)."""
+    results: list[Any] = []
+    for begin in range(0, len(paths), window):
+        pending = [start(path) for path in paths[begin : begin + window]]
+        for request in pending:
+            try:
+                results.append(request.get())
+            except NoNodeError:
+                results.append(None)
+    return results
+
+
+def get_many(zk: KazooClient, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+    """Data and stat of each path, in order, None where the znode does not exist: every read
+    is sent before the first answer is awaited, so N reads cost about one round trip plus
+    N times the per-request work, not N round trips. Blocking: call it in a worker thread."""
+    return [None if r is None else (bytes(r[0]), r[1]) for r in _pipelined(zk.get_async, paths)]
+
+
+# Reads per multiRead request: with znodes of at most ~1 KB (partition states are ~100 bytes
+# plus an 80-byte stat) the answer stays well under ZooKeeper's 1 MB jute.maxbuffer.
+MULTI_READ_SIZE = 500
+
+
+def get_small_many(zk: KazooClient, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+    """Like :func:`get_many` for znodes of bounded, small size (partition states): the reads
+    go in multiRead requests of :data:`MULTI_READ_SIZE`, all in flight at once (ZooKeeper
+    3.6+; an older server's refusal falls back to one request per read). Blocking."""
+    pending = []
+    for begin in range(0, len(paths), MULTI_READ_SIZE):
+        chunk = [_prefix_root(zk.chroot, p) for p in paths[begin : begin + MULTI_READ_SIZE]]
+        request = zk.handler.async_result()
+        zk._call(MultiRead(chunk), request)
+        pending.append(request)
+    results: list[tuple[bytes, ZnodeStat] | None] = []
+    try:
+        for request in pending:
+            for result in request.get():
+                if isinstance(result, NoNodeError):
+                    results.append(None)
+                elif isinstance(result, BaseException):
+                    raise result
+                else:
+                    results.append(result)
+    except UnimplementedError:
+        log.warning("ZooKeeper does not serve multiRead (3.6+); reading one znode at a time")
+        return get_many(zk, paths)
+    return results
+
+
+def exists_many(zk: KazooClient, paths: Sequence[str]) -> list[ZnodeStat | None]:
+    """The stat of each path, in order, None where it does not exist; pipelined."""
+    return _pipelined(zk.exists_async, paths)
+
+
+def children_many(zk: KazooClient, paths: Sequence[str]) -> list[list[str] | None]:
+    """The children of each path, in order, None where it does not exist; pipelined."""
+    return _pipelined(zk.get_children_async, paths)
+
+
+def children_or_empty(zk: KazooClient, path: str) -> list[str]:
+    """The children of ``path``, sorted; none when it does not exist. Blocking."""
+    try:
+        return sorted(zk.get_children(path))
+    except NoNodeError:
+        return []
 
 
 def ensure_roots(zk: KazooClient) -> None:

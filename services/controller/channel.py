@@ -1,7 +1,9 @@
-"""Delivery of control requests to brokers: one bounded queue and sender task per broker.
+"""Delivery of control requests to brokers: one queue and sender task per broker.
 
 Requests to one broker are sent in order and retried while the broker stays registered; a
 broker that answers STALE_CONTROLLER_EPOCH has seen a newer controller, which deposes us.
+Requests waiting behind a slow broker fold into newer ones (``request_merging``) rather than
+pile up, and are never dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import httpx
 
 from pafka.control import messages as control
 from pafka.errors import StaleControllerEpochError
+from services.controller.request_merging import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -33,26 +36,23 @@ class BrokerChannel:
         broker_id: int,
         url: str,
         client: httpx.AsyncClient,
-        max_queued: int,
         on_fenced: Callable[[], Awaitable[None]],
     ) -> None:
         self.broker_id = broker_id
         self.url = url.rstrip("/")
         self._client = client
-        self._queue: asyncio.Queue[Message] = asyncio.Queue(max_queued)
+        self._pending: list[Message] = []
+        self._ready = asyncio.Event()
         self._on_fenced = on_fenced
         self._task = asyncio.create_task(self._run())
 
-    def send(self, message: Message) -> None:
-        if self._queue.full():
-            dropped = self._queue.get_nowait()
-            log.warning(
-                "queue to broker %d full; dropped %s", self.broker_id, type(dropped).__name__
-            )
-        self._queue.put_nowait(message)
+    @property
+    def queued(self) -> int:
+        return len(self._pending)
 
-    async def idle(self) -> None:
-        await self._queue.join()
+    def send(self, message: Message) -> None:
+        enqueue(self._pending, message)
+        self._ready.set()
 
     async def close(self) -> None:
         self._task.cancel()
@@ -60,11 +60,11 @@ class BrokerChannel:
 
     async def _run(self) -> None:
         while True:
-            message = await self._queue.get()
-            try:
-                await self._deliver(message)
-            finally:
-                self._queue.task_done()
+            if not self._pending:
+                self._ready.clear()
+                await self._ready.wait()
+                continue
+            await self._deliver(self._pending.pop(0))
 
     async def _deliver(self, message: Message) -> None:
         body: dict[str, Any] = control.encode(message)

@@ -1,8 +1,10 @@
-"""The controller: election, one ordered event queue, and the reactions to cluster changes.
+"""The controller: election, one prioritised event queue, and the reactions to cluster changes.
 
-Every ZooKeeper watch only enqueues an event; one task processes events in order, so the
-controller's decisions never interleave. Only the active controller processes events; a
-standby keeps its watches and drops them, and on activation reloads everything from ZooKeeper.
+Every ZooKeeper watch only enqueues an event; one task processes events one at a time, so the
+controller's decisions never interleave. Events are taken by priority and fold into one
+another (``event_queue``): a broker failure never waits behind ISR notifications. Only the
+active controller processes events; a standby keeps its watches and drops them, and on
+activation reloads everything from ZooKeeper.
 Decisions come from ``pafka.cluster`` (pure); this module reads state, calls them, writes the
 result fenced by the controller epoch, and tells brokers.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +37,7 @@ from pafka.zk.znodes import (
 from services.controller.channel import BrokerChannel, Message
 from services.controller.cluster_view import ClusterView
 from services.controller.context import ControllerContext
+from services.controller.event_queue import Event, EventQueue
 from services.controller.fencing import Epoch, try_elect
 from services.controller.metrics import ControllerMetrics
 from services.controller.partitions import PartitionManager
@@ -42,14 +46,7 @@ from services.controller.settings import ControllerSettings
 
 log = logging.getLogger(__name__)
 
-MAX_QUEUED_EVENTS = 10_000
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: str
-    payload: Any = None
-    generation: int = 0
+SLOW_EVENT_S = 0.5
 
 
 @dataclass
@@ -70,7 +67,8 @@ class Controller:
         self.channels: dict[int, BrokerChannel] = {}
         self.generation = 0
         self.connected = False
-        self._events: asyncio.Queue[Event] = asyncio.Queue(MAX_QUEUED_EVENTS)
+        self._events = EventQueue()
+        self._pending = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._http = httpx.AsyncClient(timeout=self.settings.request_timeout_ms / 1000)
         self._watched_topics: set[str] = set()
@@ -85,6 +83,11 @@ class Controller:
     def active(self) -> bool:
         return self.epoch is not None
 
+    @property
+    def pending_events(self) -> int:
+        """Events waiting for the event task (folded: at most one per kind and key)."""
+        return len(self._events)
+
     # -- life cycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -98,7 +101,8 @@ class Controller:
         self.zk.watch_children(BROKER_IDS, lambda c: self._enqueue("brokers", c))
         self.zk.watch_children(BROKER_TOPICS, self._on_topics)
         self.zk.watch_children(DELETE_TOPICS, lambda c: self._enqueue("delete", c))
-        self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda c: self._enqueue("isr", c))
+        # The children listed are not kept: the event reads what is pending when it runs.
+        self.zk.watch_children(ISR_CHANGE_NOTIFICATION, lambda _: self._enqueue("isr"))
         self.zk.watch_data(PreferredReplicaElectionZNode.path(), self._on_preferred_request)
         self.zk.watch_data(ReassignmentZNode.path(), lambda d: self._enqueue("reassign", d))
 
@@ -112,11 +116,8 @@ class Controller:
         await self.zk.close()
 
     async def _enqueue(self, kind: str, payload: Any = None) -> None:
-        if self._events.full():
-            log.error("event queue full; dropping %s and resynchronising", kind)
-            self._events = asyncio.Queue(MAX_QUEUED_EVENTS)
-            kind, payload = "resync", None
-        self._events.put_nowait(Event(kind, payload, self.generation))
+        self._events.put(Event(kind, payload, self.generation))
+        self._pending.set()
 
     async def _on_topics(self, children: list[str]) -> None:
         for topic in children:
@@ -228,7 +229,6 @@ class Controller:
                 broker_id,
                 url,
                 self._http,
-                self.settings.max_queued_requests,
                 lambda: self.resign("a broker has seen a newer controller epoch"),
             )
             self.channels[broker_id] = channel
@@ -244,7 +244,12 @@ class Controller:
 
     async def _process_events(self) -> None:
         while True:
-            event = await self._events.get()
+            event = self._events.pop()
+            if event is None:
+                self._pending.clear()
+                await self._pending.wait()
+                continue
+            started = time.monotonic()
             try:
                 await self._process(event)
             except ControllerFencedError as exc:
@@ -253,6 +258,10 @@ class Controller:
                 log.error("event %s failed: %s", event.kind, exc)
             except Exception:
                 log.exception("event %s failed", event.kind)
+            took_s = time.monotonic() - started
+            if took_s > SLOW_EVENT_S:
+                # Everything queued behind it waited this long: worth seeing in the log.
+                log.info("event %s took %.2f s (%d pending)", event.kind, took_s, len(self._events))
 
     async def _process(self, event: Event) -> None:
         if event.kind == "elect":
@@ -261,6 +270,8 @@ class Controller:
         manager = self.partitions
         if manager is None or event.generation != self.generation:
             # Events seen before this activation are covered by the full load it did.
+            if event.kind == "shutdown":
+                _answer(event.payload[1], NotControllerError("the controller changed; retry"))
             return
         if event.kind == "brokers":
             closed = await manager.on_brokers(set(int(b) for b in event.payload))
@@ -280,21 +291,21 @@ class Controller:
         elif event.kind == "delete":
             await manager.on_delete_requests(list(event.payload))
         elif event.kind == "isr":
-            await manager.on_isr_notifications(list(event.payload))
+            per_pass = self.settings.isr_notifications_per_pass
+            if await manager.on_isr_notifications(per_pass):
+                # More are pending: another pass, after anything more urgent.
+                await self._enqueue("isr")
             if self.reassignments is not None:
                 await self.reassignments.check()
         elif event.kind == "reassign" and self.reassignments is not None:
             await self.reassignments.on_request(event.payload)
         elif event.kind == "shutdown":
-            broker_id, done = event.payload
-            if not done.done():
-                done.set_result(await manager.on_controlled_shutdown(broker_id))
+            broker_id, waiters = event.payload
+            _answer(waiters, await manager.on_controlled_shutdown(broker_id))
         elif event.kind == "preferred":
             await manager.rebalance_preferred(
                 self.settings.preferred_imbalance_ratio, event.payload
             )
-        elif event.kind == "resync" and self.epoch is not None:
-            await self._activate(self.epoch)
 
     async def _periodic_rebalance(self) -> None:
         while True:
@@ -308,7 +319,7 @@ class Controller:
         if not self.active:
             raise NotControllerError("this controller is not active")
         done: asyncio.Future[list[tuple[str, int]]] = asyncio.get_running_loop().create_future()
-        await self._enqueue("shutdown", (broker_id, done))
+        await self._enqueue("shutdown", (broker_id, (done,)))
         return await asyncio.wait_for(done, timeout_s)
 
     # -- status ----------------------------------------------------------------------------------
@@ -325,3 +336,16 @@ class Controller:
             "partitions": len(context.partitions) if context else None,
             "offline_partitions": context.offline_count() if context else None,
         }
+
+
+def _answer(
+    waiters: tuple[asyncio.Future[list[tuple[str, int]]], ...],
+    outcome: list[tuple[str, int]] | BaseException,
+) -> None:
+    for waiter in waiters:
+        if waiter.done():
+            continue  # its caller timed out
+        if isinstance(outcome, BaseException):
+            waiter.set_exception(outcome)
+        else:
+            waiter.set_result(outcome)

@@ -1,9 +1,10 @@
 """The partition and replica state machines driven by cluster events (seed 002's controller).
 
 Each reaction reads the context, asks ``pafka.cluster`` for decisions, moves states through
-the transition tables, writes the new partition states to ZooKeeper in one epoch-fenced
-transaction, then sends LeaderAndIsr to the affected replicas and UpdateMetadata to every
-live broker, in that order: brokers only ever hear of decisions that are already durable.
+the transition tables, writes the new partition states to ZooKeeper in epoch-fenced multis
+(``state_writes``; reads are pipelined, ``loading``), then sends LeaderAndIsr to the affected
+replicas and UpdateMetadata to every live broker, in that order: brokers only ever hear of
+decisions that are already durable.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import logging
 from collections.abc import Callable, Iterable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError
 
 from pafka.cluster.election import (
     Election,
@@ -27,24 +27,28 @@ from pafka.cluster.states import ReplicaState as RState
 from pafka.cluster.states import partition_transition, replica_transition
 from pafka.cluster.topic_config import parse_topic_config
 from pafka.control.messages import LeaderAndIsr, StopReplica, UpdateMetadata
-from pafka.errors import CoordinationError, InvalidConfigError, ZkBadVersionError
+from pafka.errors import CoordinationError, InvalidConfigError
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import (
-    BROKER_IDS,
-    BROKER_TOPICS,
-    DELETE_TOPICS,
-    BrokerInfo,
-    DeleteTopicZNode,
-    IsrChangeNotificationZNode,
     PartitionState,
     PreferredReplicaElectionZNode,
     TopicConfigZNode,
-    TopicPartitionsPayload,
     TopicZNode,
 )
 from services.controller.channel import Message
 from services.controller.context import ControllerContext, PartitionEntry, TopicPartition
-from services.controller.fencing import Epoch, Op, fenced_commit, op_create, op_delete, op_set
+from services.controller.fencing import MAX_OPS_PER_MULTI, Epoch, fenced_commit, op_delete
+from services.controller.isr_notifications import isr_pass
+from services.controller.loading import (
+    bounced as bounced_brokers,
+)
+from services.controller.loading import (
+    load_brokers,
+    load_context,
+    load_topics,
+    reread_states,
+)
+from services.controller.state_writes import commit_states, delete_topic_znodes
 
 log = logging.getLogger(__name__)
 
@@ -73,69 +77,7 @@ class PartitionManager:
     # -- loading ---------------------------------------------------------------------------------
 
     async def load(self) -> None:
-        await self.zk.run(self._load, self.zk.kazoo)
-
-    def _load(self, zk: KazooClient) -> None:
-        for child in zk.get_children(BROKER_IDS):
-            self._load_broker(zk, int(child))
-        for topic in zk.get_children(BROKER_TOPICS):
-            self._load_topic(zk, topic)
-        self.ctx.deleting = set(zk.get_children(DELETE_TOPICS))
-
-    def _load_broker(self, zk: KazooClient, broker_id: int) -> None:
-        try:
-            data, stat = zk.get(BrokerInfo.path(broker_id))
-        except NoNodeError:
-            return
-        self.ctx.brokers[broker_id] = BrokerInfo.decode(broker_id, data)
-        self.ctx.broker_epochs[broker_id] = stat.czxid
-
-    def _bounced(self, zk: KazooClient, broker_ids: set[int]) -> set[int]:
-        """Brokers whose registration was replaced since we read it: a restart that the
-        children watch missed because the id was back before the list was read again."""
-        bounced = set()
-        for broker_id in broker_ids:
-            stat = zk.exists(BrokerInfo.path(broker_id))
-            if stat is not None and stat.czxid != self.ctx.broker_epochs.get(broker_id):
-                bounced.add(broker_id)
-        return bounced
-
-    def _load_topic(self, zk: KazooClient, topic: str) -> TopicZNode | None:
-        try:
-            data, _ = zk.get(TopicZNode.path(topic))
-        except NoNodeError:
-            return None
-        node = TopicZNode.decode(topic, data)
-        self.ctx.topic_ids[topic] = node.topic_id
-        self._load_unclean_flag(zk, topic)
-        for p, replicas in node.partitions.items():
-            entry = self.ctx.partitions.setdefault((topic, p), PartitionEntry(replicas))
-            entry.replicas = replicas
-            self._read_state(zk, (topic, p), entry)
-        return node
-
-    def _load_unclean_flag(self, zk: KazooClient, topic: str) -> None:
-        try:
-            data, _ = zk.get(TopicConfigZNode.path(topic))
-            config = parse_topic_config(TopicConfigZNode.decode(topic, data).config)
-        except (NoNodeError, InvalidConfigError):
-            return
-        if config.unclean_leader_election_enable:
-            self.ctx.unclean_topics.add(topic)
-
-    def _read_state(self, zk: KazooClient, tp: TopicPartition, entry: PartitionEntry) -> None:
-        try:
-            data, stat = zk.get(PartitionState.path(*tp))
-        except NoNodeError:
-            entry.state, entry.zk_version = None, -1
-            return
-        entry.state = PartitionState.decode(tp[0], tp[1], data)
-        entry.zk_version = stat.version
-        live = entry.state.leader in self.ctx.brokers
-        entry.phase = PState.ONLINE if live else PState.OFFLINE
-        for r in entry.replicas:
-            alive = r in self.ctx.brokers
-            self.ctx.replica_states[(tp[0], tp[1], r)] = RState.ONLINE if alive else RState.OFFLINE
+        await self.zk.run(load_context, self.zk.kazoo, self.ctx)
 
     # -- reactions -------------------------------------------------------------------------------
 
@@ -158,7 +100,9 @@ class PartitionManager:
         is handled as a failure (its leaderships move, its replicas go offline) followed by a
         startup (full metadata and LeaderAndIsr for everything it hosts).
         """
-        bounced = await self.zk.run(self._bounced, self.zk.kazoo, children & self.ctx.live)
+        bounced = await self.zk.run(
+            bounced_brokers, self.zk.kazoo, self.ctx, children & self.ctx.live
+        )
         if bounced:
             log.info("brokers %s re-registered with a new session", sorted(bounced))
             await self._brokers_changed(set(), bounced)
@@ -171,8 +115,8 @@ class PartitionManager:
     async def _brokers_changed(self, added: set[int], removed: set[int]) -> None:
         if not added and not removed:
             return
-        for broker_id in added:
-            await self.zk.run(self._load_broker, self.zk.kazoo, broker_id)
+        if added:
+            await self.zk.run(load_brokers, self.zk.kazoo, self.ctx, sorted(added))
         for broker_id in removed:
             del self.ctx.brokers[broker_id]
             self.ctx.broker_epochs.pop(broker_id, None)
@@ -200,8 +144,8 @@ class PartitionManager:
 
     async def on_topics(self, children: set[str]) -> None:
         new = sorted(children - set(self.ctx.topic_ids))
-        for topic in new:
-            await self.zk.run(self._load_topic, self.zk.kazoo, topic)
+        if new:
+            await self.zk.run(load_topics, self.zk.kazoo, self.ctx, new)
         created = [tp for topic in new for tp in self.ctx.topic_partitions(topic)]
         if created:
             changed = await self._settle(created)
@@ -236,28 +180,17 @@ class PartitionManager:
             self.ctx.unclean_topics.add(topic)
             self._broadcast(await self._settle(self.ctx.topic_partitions(topic)))
 
-    async def on_isr_notifications(self, children: list[str]) -> None:
-        def collect(zk: KazooClient) -> set[TopicPartition]:
-            found: set[TopicPartition] = set()
-            handled = []
-            for child in children:
-                path = IsrChangeNotificationZNode.path(child)
-                try:
-                    data, _ = zk.get(path)
-                except NoNodeError:
-                    continue  # handled by an earlier event that listed it too
-                found.update(TopicPartitionsPayload.decode(data, path).partitions)
-                handled.append(path)
-            for tp in found:
-                entry = self.ctx.partitions.get(tp)
-                if entry is not None:
-                    self._read_state(zk, tp, entry)
-            fenced_commit(zk, self.epoch, [op_delete(path) for path in handled])
-            return found
-
-        if children:
-            changed = await self.zk.run(collect, self.zk.kazoo)
-            self._update_metadata(self.ctx.live, partitions=sorted(changed))
+    async def on_isr_notifications(self, max_notifications: int) -> bool:
+        """Take one bounded pass over the pending ISR-change notifications and tell every
+        broker the new ISRs; returns whether more were pending than the pass took."""
+        done = await self.zk.run(isr_pass, self.zk.kazoo, self.ctx, self.epoch, max_notifications)
+        if done.changed:
+            self._update_metadata(self.ctx.live, partitions=done.changed)
+        if done.handled:
+            log.debug(
+                "%d ISR-change notification(s): %d partition(s)", done.handled, len(done.changed)
+            )
+        return done.more
 
     async def on_controlled_shutdown(self, broker_id: int) -> list[TopicPartition]:
         """Move leadership off a broker that is stopping, and take it out of every ISR it can
@@ -329,7 +262,7 @@ class PartitionManager:
         else:
             # An operator's request: decide on ZooKeeper's current states, not the cache.
             known = [tp for tp in requested if tp in self.ctx.partitions]
-            await self.zk.run(self._reread, self.zk.kazoo, known)
+            await self.zk.run(reread_states, self.zk.kazoo, self.ctx, known)
         chosen = requested
 
         def decide() -> dict[TopicPartition, Election]:
@@ -393,20 +326,30 @@ class PartitionManager:
         return decisions
 
     async def _elect(
-        self, decide: Callable[[], dict[TopicPartition, Election]], attempts: int = 3
+        self, decide: Callable[[], dict[TopicPartition, Election]], attempts: int = 4
     ) -> list[TopicPartition]:
-        """Decide, write fenced and conditionally; if a partition state changed under us
-        (a leader updated its ISR), re-read and decide again."""
+        """Decide, write fenced and conditionally; for the partitions whose state changed
+        under us (a leader updated its ISR), re-read and decide again, in ever smaller multis
+        so that one busy partition does not hold back the others of its multi. Returns every
+        partition written."""
+        written: set[TopicPartition] = set()
+        max_ops = MAX_OPS_PER_MULTI
         for _ in range(attempts):
             decisions = decide()
-            if await self._write_elections(decisions):
-                return sorted(decisions)
+            failed = await self._write_elections(decisions, max_ops)
+            written.update(tp for tp in decisions if tp not in failed)
+            if not failed:
+                return sorted(written)
+            max_ops = max(1, max_ops // 10)
         log.error("partition states kept changing under the controller; will retry on next event")
-        return []
+        return sorted(written)
 
-    async def _write_elections(self, decisions: dict[TopicPartition, Election]) -> bool:
+    async def _write_elections(
+        self, decisions: dict[TopicPartition, Election], max_ops: int = MAX_OPS_PER_MULTI
+    ) -> set[TopicPartition]:
+        """Write the decisions; returns the partitions not written (re-read since)."""
         if not decisions:
-            return True
+            return set()
         states = {}
         previous: dict[TopicPartition, int | None] = {}
         for tp, election in decisions.items():
@@ -421,12 +364,14 @@ class PartitionManager:
             )
             if election.unclean:
                 log.warning("unclean leader election for %s-%d: %d", tp[0], tp[1], election.leader)
-        try:
-            await self.zk.run(self._commit_states, self.zk.kazoo, states)
-        except ZkBadVersionError:
-            await self.zk.run(self._reread, self.zk.kazoo, list(states))
-            return False
+        failed = await self.zk.run(
+            commit_states, self.zk.kazoo, self.ctx, self.epoch, states, max_ops
+        )
+        if failed:
+            await self.zk.run(reread_states, self.zk.kazoo, self.ctx, sorted(failed))
         for tp, state in states.items():
+            if tp in failed:
+                continue
             entry = self.ctx.partitions[tp]
             target = PState.ONLINE if state.leader >= 0 else PState.OFFLINE
             entry.phase = partition_transition(entry.phase, target, f"{tp[0]}-{tp[1]}")
@@ -436,31 +381,9 @@ class PartitionManager:
         if self.on_election is not None:
             # Only once written: a decision lost to a concurrent change was no election.
             for tp, election in decisions.items():
-                self.on_election(previous[tp], election)
-        return True
-
-    def _reread(self, zk: KazooClient, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            self._read_state(zk, tp, self.ctx.partitions[tp])
-
-    def _commit_states(self, zk: KazooClient, states: dict[TopicPartition, PartitionState]) -> None:
-        ops: list[Op] = []
-        topics_with_parent: set[str] = set()
-        for (topic, p), state in sorted(states.items()):
-            entry = self.ctx.partitions[(topic, p)]
-            path = PartitionState.path(topic, p)
-            if entry.zk_version >= 0:
-                ops.append(op_set(path, state.encode(), entry.zk_version))
-                continue
-            parent = TopicZNode.partitions_path(topic)
-            if topic not in topics_with_parent and not zk.exists(parent):
-                ops.append(op_create(parent))
-            topics_with_parent.add(topic)
-            ppath = PartitionState.partition_path(topic, p)
-            if not zk.exists(ppath):
-                ops.append(op_create(ppath))
-            ops.append(op_create(path, state.encode()))
-        fenced_commit(zk, self.epoch, ops)
+                if tp not in failed:
+                    self.on_election(previous[tp], election)
+        return failed
 
     async def _delete_topic(self, topic: str) -> None:
         partitions = self.ctx.topic_partitions(topic)
@@ -478,7 +401,7 @@ class PartitionManager:
                 self.send(
                     broker_id, StopReplica(self.controller_id, self.epoch.epoch, mine, delete=True)
                 )
-        await self.zk.run(self._delete_znodes, self.zk.kazoo, topic)
+        await self.zk.run(delete_topic_znodes, self.zk.kazoo, self.epoch, topic)
         for tp in partitions:
             entry = self.ctx.partitions.pop(tp)
             if entry.phase is not PState.NON_EXISTENT:
@@ -495,25 +418,6 @@ class PartitionManager:
         self.ctx.unclean_topics.discard(topic)
         self._update_metadata(self.ctx.live, partitions=[], deleted=[topic])
         log.info("deleted topic %s", topic)
-
-    def _delete_znodes(self, zk: KazooClient, topic: str) -> None:
-        ops: list[Op] = []
-        topic_path = TopicZNode.path(topic)
-        if zk.exists(topic_path):
-            parts_path = TopicZNode.partitions_path(topic)
-            if zk.exists(parts_path):
-                for child in zk.get_children(parts_path):
-                    partition = int(child)
-                    if zk.exists(PartitionState.path(topic, partition)):
-                        ops.append(op_delete(PartitionState.path(topic, partition)))
-                    ops.append(op_delete(PartitionState.partition_path(topic, partition)))
-                ops.append(op_delete(parts_path))
-            ops.append(op_delete(topic_path))
-        if zk.exists(TopicConfigZNode.path(topic)):
-            ops.append(op_delete(TopicConfigZNode.path(topic)))
-        if zk.exists(DeleteTopicZNode.path(topic)):
-            ops.append(op_delete(DeleteTopicZNode.path(topic)))
-        fenced_commit(zk, self.epoch, ops)
 
     # -- telling brokers -------------------------------------------------------------------------
 

@@ -26,9 +26,9 @@ class ControllerSettings:
     http_port: int = 8090
     zk_session_timeout_ms: int = 6000
     request_timeout_ms: int = 10_000
-    # Control requests queued per broker before the oldest are dropped (the broker is
-    # re-synchronised in full when it comes back).
-    max_queued_requests: int = 1000
+    # ISR-change notifications read in one pass of the event task; a broker failure arriving
+    # meanwhile waits at most one pass.
+    isr_notifications_per_pass: int = 1000
     preferred_rebalance_interval_ms: int = 300_000
     preferred_imbalance_ratio: float = 0.10
     # How often the active controller refreshes the cluster view it exports (kafka_exporter's
@@ -51,6 +51,9 @@ class ControllerSettings:
             http_port=env.integer("HTTP_PORT", cls.http_port),
             zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
             request_timeout_ms=env.integer("REQUEST_TIMEOUT_MS", 10_000, minimum=100),
+            isr_notifications_per_pass=env.integer(
+                "ISR_NOTIFICATIONS_PER_PASS", cls.isr_notifications_per_pass, minimum=1
+            ),
             preferred_rebalance_interval_ms=env.integer(
                 "PREFERRED_REBALANCE_INTERVAL_MS", 300_000, minimum=1000
             ),
