@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pafka.cli import bench_scale
 from pafka.errors import ConfigError
 
 SYSTEMS = ("pafka-kafka", "pafka-rest", "redis-streams", "nats-jetstream")
@@ -65,6 +66,9 @@ def register(sub: Any) -> None:
         help="only write the report again from FOLDER/results.json (and its profiles)",
     )
     parser.set_defaults(handler=bench)
+    # Other workloads than the comparison: ``pafka bench scale ...``.
+    workloads = parser.add_subparsers(dest="bench_workload", required=False, metavar="WORKLOAD")
+    bench_scale.register(workloads)
 
 
 def bench(args: argparse.Namespace) -> int:
