@@ -9,6 +9,7 @@ next phase starts anyway.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import signal
@@ -79,7 +80,7 @@ class Phases:
     def _pids(self) -> dict[str, int]:
         return {s.name: s.pid for s in self.cluster.services.values() if s.alive()}
 
-    def _spy(self, phase: str) -> object:
+    def _spy(self, phase: str) -> contextlib.AbstractContextManager[None]:
         prefix = f"{self.plan.partitions}-{phase}"
         return profiling.spying(self.plan.profile, self._pids(), self.plan.profiles_dir, prefix)
 

@@ -63,8 +63,9 @@ def render(raw: dict[str, object], runs: Sequence[Run], plots: dict[str, str]) -
             [label, figure.unit, figure.target, *(cell(figure, r, phase_timeout_s) for r in runs)]
         )
     lines += [table(headers, rows), ""]
-    for note in raw.get("notes", []) or []:  # type: ignore[union-attr]
-        lines.append(f"- {note}")
+    notes = raw.get("notes") or []
+    assert isinstance(notes, list)
+    lines += [f"- {note}" for note in notes]
     for run in runs:
         lines += ["", f"## {run.partitions:,} partitions, RF {run.replication_factor}", ""]
         lines += [f"- {note}" for note in run.notes]

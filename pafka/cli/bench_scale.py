@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pafka.cli import bench_extra
 from pafka.errors import ConfigError
 
 
@@ -62,9 +63,7 @@ def scale(args: argparse.Namespace) -> int:
     try:
         from bench.scale import report, runner
     except ImportError as exc:
-        raise ConfigError(
-            f"the benchmark needs the bench extra (pip install 'pafka[bench]'): {exc}"
-        ) from exc
+        raise bench_extra.missing(exc) from exc
     if args.rebuild is not None:
         if not (args.rebuild / runner.RESULTS).exists():
             raise ConfigError(f"no {runner.RESULTS} in {args.rebuild}")

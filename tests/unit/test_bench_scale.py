@@ -153,3 +153,13 @@ def test_report_renders_every_figure_and_flags_superlinear_growth() -> None:
         assert figure.label in text
     assert "preferred election of all partitions **(grows worse than linearly)**" in text
     assert "does not fit" in text and "a note" in text
+
+
+def test_partition_counts_are_parsed_or_refused_with_a_clear_error() -> None:
+    from pafka.cli.bench_scale import _counts
+    from pafka.errors import ConfigError
+
+    assert _counts("1000, 5000,10000") == [1000, 5000, 10_000]
+    for bad in ("x", "", "100,-1"):
+        with pytest.raises(ConfigError):
+            _counts(bad)
