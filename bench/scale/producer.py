@@ -64,12 +64,18 @@ def produce(
         sent.append(time.monotonic())
         answered.append(None)
         errors.append(None)
-        producer.produce(
-            topic,
-            value=b"%d" % i,
-            partition=partition,
-            on_delivery=functools.partial(delivered, i),
-        )
+        while True:
+            try:
+                producer.produce(
+                    topic,
+                    value=b"%d" % i,
+                    partition=partition,
+                    on_delivery=functools.partial(delivered, i),
+                )
+                break
+            except BufferError:
+                # librdkafka's queue is full: the cluster is that far behind; wait for answers.
+                producer.poll(0.1)
         i += 1
         next_s += interval_s
         producer.poll(max(0.0, next_s - time.monotonic()))
