@@ -79,7 +79,7 @@ def figures(session_timeout_s: float) -> list[Figure]:
         Figure("produce_max_ms", "acks=all during recovery: max", "ms"),
         Figure(
             "produce_failed",
-            "acks=all during recovery: refused or never acknowledged",
+            "acks=all during recovery: refused, or unanswered a phase after sending stopped",
             "records",
             0,
             limit=0,

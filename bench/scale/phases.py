@@ -180,6 +180,7 @@ class Phases:
             sorted(self.states.assignment),
             self.plan.produce_rate_per_s,
             producer_out,
+            flush_s=self.plan.phase_timeout_s,
         )
         try:
             if not producer.wait_acknowledged(self.plan.phase_timeout_s):

@@ -18,7 +18,8 @@ from pathlib import Path
 from bench.scale.stats import Send
 
 MESSAGE_TIMEOUT_MS = 3_600_000
-FLUSH_S = 30.0
+# Beyond the flush, for the child to write its records out.
+EXIT_S = 30.0
 NOT_ANSWERED = "-"
 
 
@@ -29,8 +30,9 @@ def produce(
     out: Path,
     stop: multiprocessing.synchronize.Event,
     acknowledged: multiprocessing.synchronize.Event,
+    flush_s: float,
 ) -> None:
-    """Runs in the child: produce until ``stop``, flush for up to ``FLUSH_S``, write one line
+    """Runs in the child: produce until ``stop``, flush for up to ``flush_s``, write one line
     per record (topic index, partition, sent, answered or ``-``, error or ``-``) to ``out``."""
     from confluent_kafka import Producer
 
@@ -79,7 +81,7 @@ def produce(
         i += 1
         next_s += interval_s
         producer.poll(max(0.0, next_s - time.monotonic()))
-    producer.flush(FLUSH_S)
+    producer.flush(flush_s)
     with out.open("w") as f:
         for k in range(i):
             topic, partition = partitions[k % len(partitions)]
@@ -107,15 +109,31 @@ class ProducerProcess:
     """Start, then ``stop()`` to get every record's send and answer."""
 
     def __init__(
-        self, bootstrap: str, partitions: Sequence[tuple[str, int]], rate_per_s: float, out: Path
+        self,
+        bootstrap: str,
+        partitions: Sequence[tuple[str, int]],
+        rate_per_s: float,
+        out: Path,
+        flush_s: float,
     ) -> None:
+        """``flush_s``: how long the records still unanswered when sending stops are waited
+        for; those still unanswered then are reported as such."""
         context = multiprocessing.get_context("spawn")
         self.out = out
+        self.flush_s = flush_s
         self._stop = context.Event()
         self.acknowledged = context.Event()
         self._process = context.Process(
             target=produce,
-            args=(bootstrap, list(partitions), rate_per_s, out, self._stop, self.acknowledged),
+            args=(
+                bootstrap,
+                list(partitions),
+                rate_per_s,
+                out,
+                self._stop,
+                self.acknowledged,
+                flush_s,
+            ),
             daemon=True,
         )
         self._process.start()
@@ -127,7 +145,7 @@ class ProducerProcess:
     def stop(self) -> tuple[list[Send], float]:
         """Every record, and when the producer gave up waiting for the unanswered ones."""
         self._stop.set()
-        self._process.join(FLUSH_S + 30)
+        self._process.join(self.flush_s + EXIT_S)
         if self._process.is_alive():
             self._process.kill()
             self._process.join()

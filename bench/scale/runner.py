@@ -104,13 +104,16 @@ def measure(options: Options, partitions: int, replication_factor: int) -> Run:
         controller_env=CONTROLLER_ENV,
     )
     measured = Measured()
+    # The machine is shared: say how busy it was.
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    measured.notes.append(f"load average (1, 5, 15 min) before the cluster started: {load}")
     try:
         cluster.start(timeout_s=options.start_timeout_s)
         zk = KazooClient(hosts=str(cluster.zookeeper_connect))
         zk.start(timeout=30)
         try:
             phases = Phases(plan, cluster, zk)
-            measured = phases.measured
+            phases.measured = measured
             steps = [
                 ("create", phases.create),
                 ("metadata", phases.metadata),
