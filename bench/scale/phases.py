@@ -70,11 +70,15 @@ class Phases:
 
     # -- helpers ---------------------------------------------------------------------------------
 
-    def _stamp(self, start_s: float, **events: Callable[[], bool]) -> dict[str, float | None]:
+    def _stamp(
+        self, phase: str, start_s: float, **events: Callable[[], bool]
+    ) -> dict[str, float | None]:
         seen = observe.stamp_events(events, start_s, self.plan.phase_timeout_s)
         for name, value in seen.items():
             if value is None:
-                self.measured.notes.append(f"{name}: not within {self.plan.phase_timeout_s:g} s")
+                self.measured.notes.append(
+                    f"{phase}, {name}: not within {self.plan.phase_timeout_s:g} s"
+                )
         return seen
 
     def _pids(self) -> dict[str, int]:
@@ -112,7 +116,7 @@ class Phases:
             )
             assignment.update({(name, p): r for p, r in node.partitions.items()})
         self.states = PartitionStates(self.zk, assignment)
-        seen = self._stamp(start_s, created=self.states.all_led_and_full)
+        seen = self._stamp("creation", start_s, created=self.states.all_led_and_full)
         figures["create_s"] = seen["created"]
         figures["create_rate_pps"] = plan.partitions / seen["created"] if seen["created"] else None
         read_s = time.monotonic()
@@ -191,6 +195,7 @@ class Phases:
                 start_s = time.monotonic()
                 self.cluster.kill(f"broker-{KILLED_BROKER}", signal.SIGKILL)
                 seen = self._stamp(
+                    "kill -9",
                     start_s,
                     znode_gone=lambda: self.zk.exists(BrokerInfo.path(KILLED_BROKER)) is None,
                     new_leaders=lambda: self.states.none_led_by(led, KILLED_BROKER),
@@ -200,7 +205,7 @@ class Phases:
             with self._spy("restart"):
                 start_s = self._restart(f"broker-{KILLED_BROKER}")
                 figures["restart_isr_full_s"] = self._stamp(
-                    start_s, isr_full=self.states.all_led_and_full
+                    "restart", start_s, isr_full=self.states.all_led_and_full
                 )["isr_full"]
         finally:
             sends, ended_s = producer.stop()
@@ -221,7 +226,7 @@ class Phases:
             start_s = time.monotonic()
             admin.request_preferred_election(self.zk, sorted(self.states.assignment))
             self.measured.figures["preferred_s"] = self._stamp(
-                start_s, preferred=self.states.all_preferred
+                "preferred election", start_s, preferred=self.states.all_preferred
             )["preferred"]
 
     def controlled_shutdown(self) -> None:
@@ -232,6 +237,7 @@ class Phases:
         start_s = time.monotonic()
         self.cluster.send_signal(broker, signal.SIGTERM)
         seen = self._stamp(
+            "controlled shutdown",
             start_s,
             no_leaders=lambda: self.states.none_led_by(led, DRAINED_BROKER),
             exited=lambda: not broker.alive(),
@@ -240,7 +246,7 @@ class Phases:
         figures["shutdown_exit_s"] = seen["exited"]
         start_s = self._restart(broker.name)
         figures["shutdown_restart_isr_full_s"] = self._stamp(
-            start_s, isr_full=self.states.all_led_and_full
+            "restart after controlled shutdown", start_s, isr_full=self.states.all_led_and_full
         )["isr_full"]
 
     def failover(self) -> None:
@@ -263,7 +269,7 @@ class Phases:
 
         start_s = time.monotonic()
         self.cluster.kill(f"controller-{active}", signal.SIGKILL)
-        seen = self._stamp(start_s, elected=elected, loaded=loaded)
+        seen = self._stamp("controller failover", start_s, elected=elected, loaded=loaded)
         figures = self.measured.figures
         figures["failover_elected_s"] = seen["elected"]
         if seen["elected"] is not None and seen["loaded"] is not None:
