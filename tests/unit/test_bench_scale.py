@@ -163,3 +163,15 @@ def test_partition_counts_are_parsed_or_refused_with_a_clear_error() -> None:
     for bad in ("x", "", "100,-1"):
         with pytest.raises(ConfigError):
             _counts(bad)
+
+
+def test_pafka_bench_keeps_the_comparison_and_gains_the_scale_workload() -> None:
+    from pafka.cli.main import build_parser
+
+    parser = build_parser()
+    comparison = parser.parse_args(["bench", "--systems", "pafka-kafka", "--smoke"])
+    scale = parser.parse_args(["bench", "scale", "--partitions", "100,200", "--profile"])
+    assert comparison.handler.__name__ == "bench"
+    assert comparison.systems == "pafka-kafka"
+    assert scale.handler.__name__ == "scale"
+    assert (scale.partitions, scale.profile) == ("100,200", True)
