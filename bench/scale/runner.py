@@ -20,6 +20,7 @@ from bench.scale.stats import descriptor_budget
 from pafka.local.cluster import LocalCluster
 
 RESULTS = "results.json"
+KEPT_LOG_BYTES = 2 * 1024 * 1024
 PROFILES = "profiles"
 BROKERS = 3
 CONTROLLERS = 2
@@ -157,11 +158,14 @@ def measure(options: Options, partitions: int, replication_factor: int) -> Run:
 
 
 def _keep_logs(cluster: LocalCluster, folder: Path) -> None:
+    """The end of each process's log (a struggling broker can log per partition per retry)."""
     folder.mkdir(parents=True, exist_ok=True)
     for service in cluster.services.values():
         log = Path(service.log_path)
         if log.exists():
-            shutil.copy(log, folder / log.name)
+            with log.open("rb") as source:
+                source.seek(max(0, log.stat().st_size - KEPT_LOG_BYTES))
+                (folder / log.name).write_bytes(source.read())
 
 
 def save(options: Options, runs: list[Run], notes: list[str]) -> Path:
