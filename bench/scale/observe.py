@@ -14,7 +14,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from pafka.zk.znodes import PartitionState
+from pafka.zk.znodes import BrokerInfo, PartitionState
 
 TopicPartition = tuple[str, int]
 POLL_INTERVAL_S = 0.1
@@ -28,6 +28,8 @@ class PartitionStates:
     def __init__(self, zk: KazooClient, assignment: Mapping[TopicPartition, tuple[int, ...]]):
         self.zk = zk
         self.assignment = dict(assignment)
+        # The zxid of each state's last write, as of the last read.
+        self.written_zxid: dict[TopicPartition, int] = {}
 
     def read(
         self, only: set[TopicPartition] | None = None
@@ -37,22 +39,38 @@ class PartitionStates:
         states: dict[TopicPartition, PartitionState | None] = {}
         for tp, result in pending.items():
             try:
-                data, _ = result.get(timeout=30)
+                data, stat = result.get(timeout=30)
             except NoNodeError:
                 states[tp] = None
                 continue
             states[tp] = PartitionState.decode(tp[0], tp[1], data)
+            self.written_zxid[tp] = stat.mzxid
         return states
 
     def led_by(self, broker_id: int) -> set[TopicPartition]:
         return {tp for tp, s in self.read().items() if s is not None and s.leader == broker_id}
 
-    def all_led_and_full(self) -> bool:
+    def all_led_and_full(self, since_zxid: int = 0) -> bool:
+        """Every partition led with its whole replica set in the ISR, in a state written after
+        ``since_zxid``.
+
+        After a broker restarts, an ISR naming it counts only if written after it registered
+        again (``since_zxid``, its registration's czxid): an ISR that still names it from before
+        its failure (never shrunk) says nothing of its catching up.
+        """
         states = self.read()
         return all(
-            (s := states[tp]) is not None and s.leader >= 0 and set(s.isr) == set(replicas)
+            (s := states[tp]) is not None
+            and s.leader >= 0
+            and set(s.isr) == set(replicas)
+            and self.written_zxid[tp] > since_zxid
             for tp, replicas in self.assignment.items()
         )
+
+    def all_full_after_registration(self, broker_id: int) -> bool:
+        """``all_led_and_full`` counting only ISRs written since ``broker_id`` last registered."""
+        registration = self.zk.exists(BrokerInfo.path(broker_id))
+        return registration is not None and self.all_led_and_full(registration.czxid)
 
     def none_led_by(self, partitions: set[TopicPartition], broker_id: int) -> bool:
         states = self.read(partitions)

@@ -206,7 +206,9 @@ class Phases:
             # Profiled once the new process exists: catching up is what takes the time.
             with self._spy("restart"):
                 figures["restart_isr_full_s"] = self._stamp(
-                    "restart", start_s, isr_full=self.states.all_led_and_full
+                    "restart",
+                    start_s,
+                    isr_full=lambda: self.states.all_full_after_registration(KILLED_BROKER),
                 )["isr_full"]
         finally:
             sends, ended_s = producer.stop()
@@ -247,7 +249,9 @@ class Phases:
         figures["shutdown_exit_s"] = seen["exited"]
         start_s = self._restart(broker.name)
         figures["shutdown_restart_isr_full_s"] = self._stamp(
-            "restart after controlled shutdown", start_s, isr_full=self.states.all_led_and_full
+            "restart after controlled shutdown",
+            start_s,
+            isr_full=lambda: self.states.all_full_after_registration(DRAINED_BROKER),
         )["isr_full"]
 
     def failover(self) -> None:
