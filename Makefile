@@ -9,7 +9,7 @@ export PAFKA_HOME ?= $(CURDIR)/.pafka
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: up down status test test-faults lint bench system-deps deps clean
+.PHONY: up down status test test-faults lint bench bench-scale system-deps deps clean
 
 # ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
 # (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin.
@@ -71,3 +71,8 @@ bench: deps
 
 clean: down
 	rm -rf $(PAFKA_HOME)
+
+# A cluster at 1k, 5k and 10k partitions (RF 3; and 50k at RF 1 if the brokers' descriptor
+# limit allows): issue 15's figures and targets, report under bench/results/scale-<UTC time>/.
+bench-scale: deps
+	$(PYTHON) -m bench.scale --partitions 1000,5000,10000 --rf1-partitions 50000 $(BENCH_ARGS)

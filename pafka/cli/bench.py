@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from pafka.cli import bench_extra, bench_scale
 from pafka.errors import ConfigError
 
 SYSTEMS = ("pafka-kafka", "pafka-rest", "redis-streams", "nats-jetstream")
@@ -65,6 +66,9 @@ def register(sub: Any) -> None:
         help="only write the report again from FOLDER/results.json (and its profiles)",
     )
     parser.set_defaults(handler=bench)
+    # Other workloads than the comparison: ``pafka bench scale ...``.
+    workloads = parser.add_subparsers(dest="bench_workload", required=False, metavar="WORKLOAD")
+    bench_scale.register(workloads)
 
 
 def bench(args: argparse.Namespace) -> int:
@@ -72,9 +76,7 @@ def bench(args: argparse.Namespace) -> int:
         from bench.compare import registry, report, runner, workloads
         from bench.compare.measure import Limits
     except ImportError as exc:
-        raise ConfigError(
-            f"the benchmark needs the bench extra (pip install 'pafka[bench]'): {exc}"
-        ) from exc
+        raise bench_extra.missing(exc) from exc
     if args.rebuild is not None:
         if not (args.rebuild / "results.json").exists():
             raise ConfigError(f"no results.json in {args.rebuild}")

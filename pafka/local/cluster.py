@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -99,6 +100,7 @@ class LocalCluster:
         controllers: int = 2,
         zookeeper: str | None = None,
         broker_env: dict[str, str] | None = None,
+        controller_env: dict[str, str] | None = None,
         gateways: int = 0,
     ) -> None:
         self.data_dir = data_dir.resolve()
@@ -122,6 +124,7 @@ class LocalCluster:
         for i in range(1, gateways + 1):
             self._add("gateway", i, _pick_port(DEFAULT_GATEWAY_PORT + 10 * (i - 1), taken))
         self.broker_env = broker_env or {}
+        self.controller_env = controller_env or {}
 
     def _add(self, kind: str, i: int, http_port: int) -> ServiceProcess:
         service = ServiceProcess(
@@ -190,6 +193,7 @@ class LocalCluster:
                 "PAFKA_CONTROLLER_ADVERTISED_HOST": HOST,
                 "PAFKA_CONTROLLER_HTTP_PORT": str(service.http_port),
                 "PAFKA_CONTROLLER_ZK_SESSION_TIMEOUT_MS": "6000",
+                **self.controller_env,
             }
         return {
             "PAFKA_BROKER_ID": str(service.id),
@@ -215,6 +219,7 @@ class LocalCluster:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+        _raise_descriptor_limit(child.pid)
         service.pid = child.pid
         if not detach:
             self._children[child.pid] = child
@@ -327,6 +332,16 @@ class LocalCluster:
             "endpoints": self.endpoints(),
         }
         (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
+
+
+def _raise_descriptor_limit(pid: int) -> None:
+    """Lift a child's open-file limit to the hard limit: a broker holds descriptors per hosted
+    partition, and a shell's soft limit (often 1024) would cap it near a few hundred."""
+    # The child may already have exited (a bad setting); its start-up check reports that.
+    with contextlib.suppress(OSError):
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _terminate(pid: int, grace_s: float) -> None:
