@@ -89,6 +89,7 @@ class Log:
         self._unflushed: list[int] = []  # descriptors of sealed segments' files to fsync
         # Written to (appended, truncated) since the last flush: an idle log's flush is free.
         self._dirty = True
+        self._epochs_dirty = False
         self._unflushed_messages = 0
         self._lock = threading.Lock()
         self._checkpointed: PartitionOffsets | None = None
@@ -160,7 +161,7 @@ class Log:
         data = assign_offsets(records, first, leader_epoch=leader_epoch)
         self._write(data, count, now_ms)
         if self.epochs.assign(leader_epoch, first):
-            self.write_epochs()
+            self.epochs_changed()
         max_ts = max(h.max_timestamp for h in headers)
         records_n = sum(h.records_count for h in headers)
         return AppendInfo(first, first + count - 1, max_ts, len(data), records_n)
@@ -184,7 +185,7 @@ class Log:
         for h in headers:
             changed |= self.epochs.assign(h.partition_leader_epoch, h.base_offset)
         if changed:
-            self.write_epochs()
+            self.epochs_changed()
         records_n = sum(h.records_count for h in headers)
         max_ts = max(h.max_timestamp for h in headers)
         return AppendInfo(first, headers[-1].last_offset, max_ts, len(records), records_n)
@@ -323,7 +324,7 @@ class Log:
             else:
                 last.truncate_to(offset)
         self.epochs.truncate_from_end(offset)
-        self.write_epochs()
+        self.epochs_changed()
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._dirty = True
@@ -355,7 +356,7 @@ class Log:
         self._delete_oldest(doomed)
         self.log_start_offset = offset
         self.epochs.truncate_from_start(offset)
-        self.write_epochs()
+        self.epochs_changed()
         return offset
 
     def _delete_oldest(self, count: int) -> None:
@@ -369,12 +370,15 @@ class Log:
         for segment in doomed:
             segment.delete()
         self.epochs.truncate_from_start(self.log_start_offset)
-        self.write_epochs()
+        self.epochs_changed()
 
     # -- durability ------------------------------------------------------------------------------
 
-    def write_epochs(self) -> None:
-        write_epochs(self.directory / layout.LEADER_EPOCH_CHECKPOINT, self.epochs.entries)
+    def epochs_changed(self) -> None:
+        """The leader-epoch cache changed: written (and synced) by the next checkpoint, off the
+        request path, as later Kafka versions do. A crash before it loses nothing: recovery
+        cuts the cache to the log and rebuilds it from the batches past the recovery point."""
+        self._epochs_dirty = True
 
     @storage_errors
     def flush(self) -> None:
@@ -398,6 +402,10 @@ class Log:
     def checkpoint(self) -> None:
         """Flush, then record log start, recovery point and high watermark if they changed."""
         self.flush()
+        if self._epochs_dirty:
+            self._epochs_dirty = False
+            entries = list(self.epochs.entries)
+            write_epochs(self.directory / layout.LEADER_EPOCH_CHECKPOINT, entries)
         offsets = PartitionOffsets(self.log_start_offset, self.recovery_point, self._high_watermark)
         if offsets != self._checkpointed:
             write_partition_offsets(self.directory / layout.PARTITION_OFFSETS_CHECKPOINT, offsets)

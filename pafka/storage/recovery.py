@@ -59,6 +59,7 @@ def recover(
         stray.unlink(missing_ok=True)
     bases = layout.segment_base_offsets(directory)
     segments: list[Segment] = []
+    validated: list[Segment] = []
     for i, base in enumerate(bases):
         last = i + 1 == len(bases)
         next_base = None if last else bases[i + 1]
@@ -79,8 +80,12 @@ def recover(
             log.warning("cut the corrupt tail of %s at byte %d", segment.log_path, segment.size)
         if intact and next_base is not None:
             segments.append(segment.seal(files))
+            if validate:
+                validated.append(segments[-1])
             continue
         segments.append(segment)
+        if validate:
+            validated.append(segment)
         for doomed in bases[i + 1 :]:
             log.warning("deleting segment %d of %s after a corrupt tail", doomed, directory)
             for path in layout.segment_files(directory, doomed):
@@ -96,6 +101,10 @@ def recover(
     before = list(epochs.entries)
     epochs.truncate_from_end(log_end)
     epochs.truncate_from_start(log_start)
+    # The cache is checkpointed lazily: batches written since may start epochs it lacks.
+    for checked in validated:
+        for _, header in checked.iter_headers():
+            epochs.assign(header.partition_leader_epoch, header.base_offset)
     if epochs.entries != before:
         write_epochs(directory / layout.LEADER_EPOCH_CHECKPOINT, epochs.entries)
     marker.unlink(missing_ok=True)

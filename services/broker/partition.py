@@ -124,7 +124,7 @@ class Partition:
             now_ms = int(time.time() * 1000)
             self.followers.reset([r for r in info.replicas if r != broker_id], now_ms)
             if self.log.epochs.assign(info.leader_epoch, self.log.log_end_offset):
-                self.log.write_epochs()
+                self.log.epochs_changed()
         if self.is_leader:
             self.advance_high_watermark()
         self.notifier.notify()

@@ -33,7 +33,7 @@ class ControllerSettings:
     preferred_imbalance_ratio: float = 0.10
     # How often the active controller refreshes the cluster view it exports (kafka_exporter's
     # topic, partition and consumer-group series).
-    cluster_view_interval_ms: int = 5000
+    cluster_view_interval_ms: int = 15_000
     log_level: str = "INFO"
 
     @property

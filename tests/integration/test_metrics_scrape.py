@@ -32,7 +32,7 @@ REST_RECORDS_PER_REQUEST = 5
 COMMITTED = {0: 31, 1: 4, 2: 20}  # what the group commits, per partition
 PRODUCE_ROUTE = "/topics/{topic}/partitions/{partition}"
 V2_JSON = "application/vnd.kafka.json.v2+json"
-CLUSTER_VIEW_DEADLINE_S = 60.0  # several refresh intervals (5 s by default)
+CLUSTER_VIEW_DEADLINE_S = 60.0  # several refresh intervals (15 s by default)
 
 Labels = tuple[tuple[str, str], ...]
 Series = dict[tuple[str, Labels], float]

@@ -331,3 +331,30 @@ def test_a_checkpoint_of_an_idle_log_fsyncs_nothing(
     log.checkpoint()
     assert synced
     log.close()
+
+
+def test_leader_epochs_are_written_by_the_checkpoint_not_by_the_append(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", SMALL)
+    path = tmp_path / "t-0" / layout.LEADER_EPOCH_CHECKPOINT
+    log.append(batch(b"a"), leader_epoch=3, now_ms=1000)
+    assert read_epochs(path) == []
+    log.checkpoint()
+    assert read_epochs(path) == [(3, 0)]
+    log.close()
+
+
+def test_a_crash_before_the_checkpoint_rebuilds_the_epochs_from_the_batches(
+    tmp_path: Path,
+) -> None:
+    log = Log.open(tmp_path / "t-0", SMALL)
+    for _ in range(12):
+        log.append(batch(b"x" * 40), leader_epoch=1, now_ms=1000)
+    log.checkpoint()
+    for i in range(12):
+        log.append(batch(b"y" * 40), leader_epoch=2 + i // 6, now_ms=1000)
+    assert len(log.segments) > 1
+    log.close_uncleanly()
+    reopened = Log.open(tmp_path / "t-0", SMALL)
+    assert reopened.epochs.entries == [(1, 0), (2, 12), (3, 18)]
+    assert reopened.end_offset_for_epoch(2) == (2, 18)
+    reopened.close()
