@@ -88,7 +88,8 @@ class Log:
         self._bases = [s.base_offset for s in segments]
         self._unflushed: list[int] = []  # descriptors of sealed segments' files to fsync
         # Written to (appended, truncated) since the last flush: an idle log's flush is free.
-        self._dirty = True
+        # What was on disk at open is durable already (recovery synced what it checked).
+        self._dirty = False
         self._epochs_dirty = False
         self._unflushed_messages = 0
         self._lock = threading.Lock()
