@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import signal
 import socket
 import subprocess
@@ -219,7 +218,6 @@ class LocalCluster:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        _raise_descriptor_limit(child.pid)
         service.pid = child.pid
         if not detach:
             self._children[child.pid] = child
@@ -332,16 +330,6 @@ class LocalCluster:
             "endpoints": self.endpoints(),
         }
         (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
-
-
-def _raise_descriptor_limit(pid: int) -> None:
-    """Lift a child's open-file limit to the hard limit: a broker holds descriptors per hosted
-    partition, and a shell's soft limit (often 1024) would cap it near a few hundred."""
-    # The child may already have exited (a bad setting); its start-up check reports that.
-    with contextlib.suppress(OSError):
-        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
-        if soft < hard:
-            resource.prlimit(pid, resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _terminate(pid: int, grace_s: float) -> None:

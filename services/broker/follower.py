@@ -186,12 +186,7 @@ class FollowerLink:
                 if partition is None or self.partitions.get(key) is not partition:
                     continue  # moved or re-added while we asked
                 if r.error_code:
-                    log.info(
-                        "%r: leader refused OffsetForLeaderEpoch: %s",
-                        partition,
-                        type(for_code(r.error_code)).__name__,
-                    )
-                    self._failed(key, r.error_code, now_s)
+                    self._failed(partition, "OffsetForLeaderEpoch", r.error_code, now_s)
                     continue
                 log_end = partition.log.log_end_offset
                 if partition.log.epochs.latest_epoch < 0 or r.end_offset < 0:
@@ -206,7 +201,15 @@ class FollowerLink:
                 self.states.ready(key)
                 self._refresh(key)
 
-    def _failed(self, key: TopicPartition, error_code: int, now_s: float) -> None:
+    def _failed(self, partition: Partition, request: str, error_code: int, now_s: float) -> None:
+        """The leader answered ``request`` for this partition with an error: hold it back."""
+        log.info(
+            "%r: leader answered %s with %s",
+            partition,
+            request,
+            type(for_code(error_code)).__name__,
+        )
+        key = (partition.topic, partition.index)
         self.states.failed(key, error_code, now_s, self.backoff_s)
         self._refresh(key)
 
@@ -237,12 +240,7 @@ class FollowerLink:
                 if partition is None or not self.states.fetching(key):
                     continue  # dropped, or re-added for a new leader epoch while we fetched
                 if data.error_code:
-                    log.info(
-                        "%r: leader answered %s",
-                        partition,
-                        type(for_code(data.error_code)).__name__,
-                    )
-                    self._failed(key, data.error_code, now_s)
+                    self._failed(partition, "Fetch", data.error_code, now_s)
                     continue
                 try:
                     partition.append_as_follower(data.records or b"", data.high_watermark)
@@ -316,11 +314,6 @@ class FollowerManager:
     def unfollow(self, topic: str, index: int) -> None:
         for link in self.links.values():
             link.remove((topic, index))
-
-    def held_back(self) -> int:
-        """Partitions waiting out a back-off after an error from their leader."""
-        now_s = time.monotonic()
-        return sum(link.states.held_back(now_s) for link in self.links.values())
 
     def _stop(self, link: FollowerLink) -> None:
         if link.task is not None:

@@ -28,7 +28,6 @@ class Next(enum.Enum):
 class FetchState:
     next: Next = Next.TRUNCATE
     delayed_until_s: float = 0.0
-    errors: int = 0
 
     def due(self, now_s: float) -> bool:
         return self.delayed_until_s <= now_s
@@ -41,7 +40,7 @@ def after_error(error_code: int, now_s: float, backoff_s: float) -> FetchState:
     waits out the back-off first."""
     if error_code == OffsetOutOfRangeError.code:
         return FetchState(Next.TRUNCATE, 0.0)
-    return FetchState(Next.TRUNCATE, now_s + backoff_s, 1)
+    return FetchState(Next.TRUNCATE, now_s + backoff_s)
 
 
 @dataclass
@@ -90,9 +89,6 @@ class FetchStates:
         """When the earliest held-back partition may go again; None if none is held back."""
         delays = [d for k in self.truncating if (d := self.states[k].delayed_until_s) > 0]
         return min(delays) if delays else None
-
-    def held_back(self, now_s: float) -> int:
-        return sum(1 for k in self.truncating if self.states[k].delayed_until_s > now_s)
 
     def _set(self, key: TopicPartition, state: FetchState) -> None:
         self.states[key] = state

@@ -8,7 +8,6 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,14 +28,6 @@ from tests.integration.controller_znodes import (
     create_topics,
     register_brokers,
 )
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(Path(tmp_path_factory.mktemp("controller-zk")))
-    server.start()
-    yield server
-    server.stop()
 
 
 class World:

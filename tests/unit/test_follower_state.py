@@ -40,7 +40,6 @@ def test_an_epoch_error_holds_back_one_partition_and_no_other() -> None:
     assert states.due_truncations(10.5) == []
     assert states.due_truncations(11.0) == [("t", 1)]
     assert states.next_due_s() == 11.0
-    assert states.held_back(10.5) == 1
 
 
 def test_a_new_leader_and_isr_ends_the_back_off() -> None:
