@@ -167,12 +167,21 @@ def _check_server_side(peer: Peer, topic: str, partitions: int, total: int) -> N
     assert any((peer.workdir / "nats" / "jetstream").rglob("*.blk"))
 
 
+ACK_SETTLE_POLLS = 50
+
+
 async def _jetstream_state(address: str, topic: str) -> tuple[Any, Any]:
+    """The stream and its durable consumer once the consumer's acks have reached the server
+    (a worker's last acks are published without waiting; a bounded wait, then as found)."""
     nc = await nats.connect(nats_server.server_urls(address))
     try:
         js = nc.jetstream()
         stream = await js.stream_info(topic)
-        consumer = await js.consumer_info(topic, nats_server.DURABLE)
+        for _ in range(ACK_SETTLE_POLLS):
+            consumer = await js.consumer_info(topic, nats_server.DURABLE)
+            if consumer.num_ack_pending == 0:
+                break
+            await asyncio.sleep(0.1)
         return stream, consumer
     finally:
         await nc.close()
