@@ -87,6 +87,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                     name=t.name,
                     topic_id=node.topic_id,
                     error_code=0,
+                    error_message=None,  # Kafka's success carries a null message, not ""
                     num_partitions=len(node.partitions),
                     replication_factor=len(next(iter(node.partitions.values()))),
                     configs=None,
@@ -113,6 +114,9 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             if name is None:
                 raise UnknownTopicOrPartitionError("unknown topic id")
             if not broker.settings.delete_topic_enable:
+                # TOPIC_DELETION_DISABLED came with v3; older clients get INVALID_REQUEST.
+                if ctx.api_version < 3:
+                    raise InvalidRequestError("topic deletion is disabled on this cluster")
                 raise TopicDeletionDisabledError()
             await broker.zk.run(admin.delete_topic, broker.zk.kazoo, name)
             await _wait_for(_is_gone(ctx, name), request.timeout_ms)
