@@ -135,14 +135,18 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     results = []
     for t in request.topics:
         try:
-            assignment = None
+            new_replicas = None
             if t.assignments is not None:
-                current = len(broker.metadata.topics.get(t.name, {}))
-                assignment = {current + i: tuple(a.broker_ids) for i, a in enumerate(t.assignments)}
+                new_replicas = [tuple(a.broker_ids) for a in t.assignments]
+            await broker.zk.run(
+                admin.add_partitions,
+                broker.zk.kazoo,
+                t.name,
+                t.count,
+                new_replicas,
+                bool(request.validate_only),
+            )
             if not request.validate_only:
-                await broker.zk.run(
-                    admin.add_partitions, broker.zk.kazoo, t.name, t.count, assignment
-                )
                 await _wait_for(_has_leaders(ctx, t.name, t.count), request.timeout_ms)
             results.append(result_cls(name=t.name, error_code=0))
         except PafkaError as exc:
