@@ -146,7 +146,7 @@ def test_v2_producer_read_by_old_consumer(cluster: Any, api: str, codec: str) ->
     assert all(not m.headers for m in rows)
 
 
-def _fetch(cluster: Any, topic: str, version: int) -> Any:
+def _fetch(cluster: Any, topic: str, version: int, partition_max_bytes: int = 1 << 20) -> Any:
     from kafka.protocol.consumer import FetchRequest, FetchResponse
 
     from tests.integration.wire import request_once
@@ -166,7 +166,7 @@ def _fetch(cluster: Any, topic: str, version: int) -> Any:
                         partition=0,
                         fetch_offset=0,
                         log_start_offset=-1,
-                        partition_max_bytes=1 << 20,
+                        partition_max_bytes=partition_max_bytes,
                     )
                 ],
             )
@@ -204,3 +204,78 @@ def test_downconversion_disabled_refuses_old_fetches_only(cluster: Any) -> None:
     old.close()
     rows = _confluent_read(cluster, topic, 2)
     assert [r for _, r, _ in rows] == [(b"k", b"v"), (None, b"old")]
+
+
+def _produce(cluster: Any, topic: str, version: int, records: bytes) -> Any:
+    from kafka.protocol.producer import ProduceRequest, ProduceResponse
+
+    from tests.integration.wire import request_once
+
+    cls = ProduceRequest[version]
+    request = cls(
+        transactional_id=None,
+        acks=1,
+        timeout_ms=10_000,
+        topic_data=[
+            cls.TopicProduceData(
+                name=topic,
+                partition_data=[
+                    cls.TopicProduceData.PartitionProduceData(index=0, records=records)
+                ],
+            )
+        ],
+    )
+    response = request_once(cluster.leader_address(topic, 0), request, ProduceResponse, version)
+    return response.responses[0].partition_responses[0]
+
+
+def test_produce_versions_and_magics_as_kafka_answers_them(cluster: Any) -> None:
+    from pafka.records.encoding import build_batch
+    from pafka.records.legacy import write_message
+
+    topic = _topic(cluster, "legacy-magics")
+    v0, v1 = bytearray(), bytearray()
+    write_message(v0, 0, 0, b"k0", b"magic 0")
+    write_message(v1, 0, 1, b"k1", b"magic 1", timestamp=42)
+    v2 = build_batch([(b"k2", b"magic 2", ())], timestamp_ms=43)
+    # Kafka checks the magic only from Produce v3 on: a v2 batch in v0-v2 is appended as is
+    assert [
+        _produce(cluster, topic, 0, v2).error_code,
+        _produce(cluster, topic, 2, v2).error_code,
+    ] == [0, 0]
+    assert _produce(cluster, topic, 0, bytes(v1)).error_code == 0  # magic 1 in Produce v0
+    assert _produce(cluster, topic, 1, bytes(v0)).base_offset == 3
+    assert _produce(cluster, topic, 3, bytes(v1)).error_code == 87  # INVALID_RECORD
+    assert _produce(cluster, topic, 2, bytes(v0 + v1)).error_code == 87  # mixed magics
+    assert _produce(cluster, topic, 2, bytes(v1) + v2).error_code == 87
+    corrupt = bytearray(v1)
+    corrupt[-1] ^= 1
+    assert _produce(cluster, topic, 2, bytes(corrupt)).error_code == 2  # CORRUPT_MESSAGE
+    assert _produce(cluster, topic, 2, bytes(v1[:-3])).error_code == 2
+    rows = _confluent_read(cluster, topic, 4)
+    assert [(o, r, t) for o, r, t in rows] == [
+        (0, (b"k2", b"magic 2"), 43),
+        (1, (b"k2", b"magic 2"), 43),
+        (2, (b"k1", b"magic 1"), 42),
+        (3, (b"k0", b"magic 0"), -1),
+    ]
+
+
+def test_old_fetch_limits(cluster: Any) -> None:
+    from confluent_kafka import Producer
+
+    from pafka.records.legacy import iter_records
+
+    topic = _topic(cluster, "legacy-limits")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50})
+    for i in range(20):
+        producer.produce(topic, value=b"%02d" % i * 100)  # one batch of about 4 KB
+    assert producer.flush(30) == 0
+    for version in (0, 1, 2):
+        # the batch exceeds the partition's limit: no whole message, as Kafka's v0-v2
+        part = _fetch(cluster, topic, version, partition_max_bytes=1000)
+        assert part.error_code == 0 and len(part.records) == 0
+    part = _fetch(cluster, topic, 3, partition_max_bytes=1000)  # KIP-74: a whole first batch
+    assert [m.value for m in iter_records(part.records)] == [b"%02d" % i * 100 for i in range(20)]
+    part = _fetch(cluster, topic, 1, partition_max_bytes=1 << 20)
+    assert [m.offset for m in iter_records(part.records)] == list(range(20))
