@@ -252,6 +252,8 @@ def test_produce_versions_and_magics_as_kafka_answers_them(cluster: Any) -> None
     corrupt[-1] ^= 1
     assert _produce(cluster, topic, 2, bytes(corrupt)).error_code == 2  # CORRUPT_MESSAGE
     assert _produce(cluster, topic, 2, bytes(v1[:-3])).error_code == 2
+    # Kafka's ProduceMessageConversionsPerSec: the two legacy records that were appended
+    assert _leader_sample(cluster, topic, "producemessageconversions") == 2
     rows = _confluent_read(cluster, topic, 4)
     assert [(o, r, t) for o, r, t in rows] == [
         (0, (b"k2", b"magic 2"), 43),
@@ -279,3 +281,22 @@ def test_old_fetch_limits(cluster: Any) -> None:
     assert [m.value for m in iter_records(part.records)] == [b"%02d" % i * 100 for i in range(20)]
     part = _fetch(cluster, topic, 1, partition_max_bytes=1 << 20)
     assert [m.offset for m in iter_records(part.records)] == list(range(20))
+    # FetchMessageConversionsPerSec: the two fetches that returned the batch's 20 records
+    assert _leader_sample(cluster, topic, "fetchmessageconversions") == 40
+
+
+def _leader_sample(cluster: Any, topic: str, metric: str) -> float | None:
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    leader = cluster.partition_state(topic, 0).leader
+    url = cluster.local.broker(leader).http_url + "/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    name = f"kafka_server_brokertopicmetrics_{metric}_total"
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and s.labels.get("topic") == topic:
+                return float(s.value)
+    return None

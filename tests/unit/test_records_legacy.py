@@ -15,7 +15,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from pafka.errors import CorruptMessageError, InvalidRecordError, UnsupportedCompressionTypeError
-from pafka.records.batch import Codec
+from pafka.records.batch import Codec, validate
 from pafka.records.compression import compress, decompress, xxh32_short
 from pafka.records.legacy import (
     MAGIC_OFFSET,
@@ -210,3 +210,10 @@ def test_nested_compression_is_invalid_record() -> None:
     write_wrapper(out, Codec.GZIP, 1, bytes(inner), 7)
     with pytest.raises(InvalidRecordError):
         inner_messages(next(iter_messages(bytes(out))))
+
+
+def test_a_v2_only_reader_refuses_legacy_messages_for_their_magic() -> None:
+    # Produce v3+: Kafka's INVALID_RECORD, even for a message shorter than a v2 header
+    for golden in (GOLDEN_V0, GOLDEN_V1, GOLDEN_V1 * 3):
+        with pytest.raises(InvalidRecordError):
+            validate(golden, 1 << 20)
