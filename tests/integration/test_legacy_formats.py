@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 
 OLD_APIS = {"0.8.2": (0, 8, 2), "0.10": (0, 10)}
+# The versions kafka-python sends as those clients: magic 0 for 0.8.2, magic 1 for 0.10.
+OLD_PRODUCE_VERSION = {"0.8.2": 0, "0.10": 2}
+OLD_FETCH_VERSION = {"0.8.2": 0, "0.10": 2}
 # kafka-python writes magic 0 lz4 only with the xxhash package, which the test venv lacks;
 # magic 0 lz4 is covered by the unit tests' golden frames.
 OLD_CODECS = {"0.8.2": ["none", "gzip", "snappy"], "0.10": ["none", "gzip", "snappy", "lz4"]}
@@ -101,14 +104,16 @@ def test_old_producer_read_by_v2_consumer(cluster: Any, api: str, codec: str) ->
         compression_type=None if codec == "none" else codec,
         linger_ms=20,
     )
+    produces_before = _requests(cluster, "Produce", OLD_PRODUCE_VERSION[api])
     sent = _records(f"{api}-{codec}")
-    stamps = []
     futures = [producer.send(topic, key=k, value=v, timestamp_ms=1_700_000_000_000 + i)
                for i, (k, v) in enumerate(sent)]  # fmt: skip
     offsets = [f.get(timeout=30).offset for f in futures]
     producer.close()
     stamps = [1_700_000_000_000 + i for i in range(RECORDS)]
     assert offsets == list(range(RECORDS))
+    assert _requests(cluster, "Produce", OLD_PRODUCE_VERSION[api]) > produces_before
+    assert _leader_sample(cluster, topic, "producemessageconversions") == RECORDS
     rows = _confluent_read(cluster, topic, RECORDS)
     assert [(o, r) for o, r, _ in rows] == list(enumerate(sent))
     # magic 0 has no timestamps (NO_TIMESTAMP); magic 1 keeps the producer's
@@ -139,7 +144,9 @@ def test_v2_producer_read_by_old_consumer(cluster: Any, api: str, codec: str) ->
     if codec == "zstd-refused":
         _assert_old_fetch_error(cluster, topic, 2, 76)  # UNSUPPORTED_COMPRESSION_TYPE
         return
+    fetches_before = _requests(cluster, "Fetch", OLD_FETCH_VERSION[api])
     rows = _old_read(cluster, topic, OLD_APIS[api], RECORDS)
+    assert _requests(cluster, "Fetch", OLD_FETCH_VERSION[api]) > fetches_before
     assert [(m.offset, (m.key, m.value)) for m in rows] == list(enumerate(sent))
     if api == "0.10":
         assert [m.timestamp for m in rows] == [1_000 + i for i in range(RECORDS)]
@@ -285,18 +292,31 @@ def test_old_fetch_limits(cluster: Any) -> None:
     assert _leader_sample(cluster, topic, "fetchmessageconversions") == 40
 
 
-def _leader_sample(cluster: Any, topic: str, metric: str) -> float | None:
+def _samples(cluster: Any, broker_id: int, name: str, **labels: str) -> float:
     import urllib.request
 
     from prometheus_client.parser import text_string_to_metric_families
 
-    leader = cluster.partition_state(topic, 0).leader
-    url = cluster.local.broker(leader).http_url + "/metrics"
+    url = cluster.local.broker(broker_id).http_url + "/metrics"
     with urllib.request.urlopen(url, timeout=5) as response:
         text = response.read().decode()
+    return sum(
+        float(s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
+def _leader_sample(cluster: Any, topic: str, metric: str) -> float:
+    leader = cluster.partition_state(topic, 0).leader
     name = f"kafka_server_brokertopicmetrics_{metric}_total"
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name == name and s.labels.get("topic") == topic:
-                return float(s.value)
-    return None
+    return _samples(cluster, leader, name, topic=topic)
+
+
+def _requests(cluster: Any, api: str, version: int) -> float:
+    """Requests of one API version the whole cluster has received."""
+    name = "kafka_network_requestmetrics_requests_total"
+    return sum(
+        _samples(cluster, b, name, request=api, version=str(version)) for b in cluster.broker_ids()
+    )
