@@ -33,9 +33,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> Pr
             # A view into the request frame: validated and written without a copy.
             records: bytes | memoryview = pdata.records or b""
             try:
-                if legacy:
-                    records = produced_as_v2(ctx, name, records)
                 partition = broker.replicas.leader_partition(name, pdata.index)
+                if legacy:  # after the leader check: a follower converts nothing
+                    records = produced_as_v2(ctx, name, records)
                 result = partition.append_as_leader(records, acks)
             except PafkaError as exc:
                 appended.append((name, pdata.index, None, exc))
