@@ -203,6 +203,9 @@ def test_downconversion_disabled_refuses_old_fetches_only(cluster: Any) -> None:
         assert _fetch(cluster, empty, version).error_code == 0
     served = _fetch(cluster, topic, 4)
     assert served.error_code == 0 and served.records
+    # a topic configured for zstd is closed to them whatever it holds (Kafka: Fetch < v10)
+    zstd = _topic(cluster, "legacy-zstd-topic", {"compression.type": "zstd"})
+    assert _fetch(cluster, zstd, 3).error_code == 76  # UNSUPPORTED_COMPRESSION_TYPE
     # an old producer still writes to it: up-conversion is not down-conversion
     from kafka import KafkaProducer
 
