@@ -1,8 +1,8 @@
 """The README's table of API versions: what pafka serves beside what Kafka 2.8 served.
 
-``python -m pafka.protocol.version_table`` prints it; a unit test checks that the README holds
-exactly this output between its markers, so the table cannot drift from
-:data:`~pafka.protocol.versions.SUPPORTED`.
+``python -m pafka.protocol.version_table`` prints it (``--write`` puts it in README.md); a
+unit test checks that the README holds exactly this output between its markers, so the table
+cannot drift from :data:`~pafka.protocol.versions.SUPPORTED`.
 """
 
 from __future__ import annotations
@@ -91,5 +91,19 @@ def markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+def rewrite(readme: str) -> str:
+    """``readme`` with the text between the markers replaced by the current table."""
+    start = readme.index(BEGIN_MARKER)
+    end = readme.index(END_MARKER, start) + len(END_MARKER) + 1
+    return readme[:start] + markdown() + readme[end:]
+
+
 if __name__ == "__main__":
-    print(markdown(), end="")
+    import sys
+    from pathlib import Path
+
+    if sys.argv[1:] == ["--write"]:  # regenerate the table in README.md, in place
+        readme = Path("README.md")
+        readme.write_text(rewrite(readme.read_text()))
+    else:
+        print(markdown(), end="")
