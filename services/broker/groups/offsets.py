@@ -14,6 +14,7 @@ from pafka.errors import (
     IllegalGenerationError,
     KafkaApiError,
     OffsetMetadataTooLargeError,
+    OffsetOutOfRangeError,
     RebalanceInProgressError,
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
@@ -69,7 +70,7 @@ class GroupOffsets:
                     results[tp] = exc
                     continue
                 node = CommittedOffsetZNode(entry.offset, entry.leader_epoch, entry.metadata or "")
-                write.put_offset(tp, node, tp in rt.offsets)
+                write.put_offset(tp, node, tp in rt.offsets, tp in rt.commit_nodes)
                 accepted[tp] = node
                 results[tp] = None
             await self.coordinator.apply(rt, write)
@@ -98,6 +99,9 @@ class GroupOffsets:
         self, rt: GroupRuntime, tp: TopicPartition, entry: OffsetToCommit, owner: str | None
     ) -> None:
         limit = self.coordinator.config.offset_metadata_max_bytes
+        if entry.offset < 0:
+            # No log has a negative offset, and the seeds' offset node holds a plain count.
+            raise OffsetOutOfRangeError(f"offset {entry.offset} of {tp[0]}-{tp[1]} is negative")
         if self.coordinator.metadata.partition(*tp) is None:
             raise UnknownTopicOrPartitionError(f"{tp[0]}-{tp[1]} does not exist")
         if entry.metadata is not None and len(entry.metadata.encode()) > limit:

@@ -32,6 +32,7 @@ from pafka.groups.consumer_protocol import (
 )
 from pafka.groups.membership import Member, grant_ownership
 from pafka.groups.state import GroupState
+from pafka.groups.zk_coordinated import refuse_join
 from pafka.zk.znodes import PartitionOwnerZNode
 from services.broker.groups.admission import JoinRequest, admit, check_generation, check_member
 from services.broker.groups.coordinator import GroupCoordinator
@@ -73,6 +74,12 @@ class GroupProtocol:
             meta = rt.meta
             if meta.state is S.DEAD:
                 raise UnknownMemberIdError(f"group {req.group_id!r} is being unloaded")
+            if not meta.members:
+                # Only a first member could meet them: ZooKeeper-coordinated clients never
+                # join a group that has Kafka-protocol members.
+                consumers = await self.coordinator.zk_consumers(req.group_id)
+                if consumers:
+                    raise refuse_join(req.group_id, consumers)
             if not meta.supports(req.protocol_type, (name for name, _ in req.protocols)):
                 raise InconsistentGroupProtocolError(
                     f"no protocol in common with the members of {req.group_id!r}"
