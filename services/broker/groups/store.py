@@ -148,17 +148,7 @@ def load(zk: KazooClient, group: str) -> GroupSnapshot:
     snapshot = GroupSnapshot(group=GroupZNode.decode(group, data or b""))
     member_paths = {m: Z.member_path(group, m) for m in _children(zk, Z.ids_path(group))}
     owner_paths = _partition_paths(zk, Z.owners_path(group))
-    offset_paths = _partition_paths(zk, Z.offsets_path(group))
-    commit_paths = _partition_paths(zk, Z.commits_path(group))
-    raw = _read_all(
-        zk,
-        [
-            *member_paths.values(),
-            *owner_paths.values(),
-            *offset_paths.values(),
-            *commit_paths.values(),
-        ],
-    )
+    raw = _read_all(zk, [*member_paths.values(), *owner_paths.values()])
     zk_members: dict[str, ZkConsumerRegistration] = {}
     for member, path in member_paths.items():
         if path in raw:
@@ -177,15 +167,50 @@ def load(zk: KazooClient, group: str) -> GroupSnapshot:
                 zk_owners[tp] = owner.member_id
             else:
                 snapshot.owners[tp] = owner.member_id
+    snapshot.offsets, snapshot.commit_nodes = read_offsets(zk, group)
+    snapshot.zk_consumers = ZkConsumers(zk_members, zk_owners)
+    return snapshot
+
+
+def read_offsets(
+    zk: KazooClient, group: str, partitions: Iterable[TopicPartition] | None = None
+) -> tuple[dict[TopicPartition, CommittedOffsetZNode], set[TopicPartition]]:
+    """Committed offsets (of ``partitions``, or all) and which have an offset_commits/ node."""
+    if partitions is None:
+        offset_paths = _partition_paths(zk, Z.offsets_path(group))
+        commit_paths = _partition_paths(zk, Z.commits_path(group))
+    else:
+        wanted = sorted(set(partitions))
+        offset_paths = {tp: Z.offset_path(group, *tp) for tp in wanted}
+        commit_paths = {tp: Z.commit_path(group, *tp) for tp in wanted}
+    raw = _read_all(zk, [*offset_paths.values(), *commit_paths.values()])
+    offsets: dict[TopicPartition, CommittedOffsetZNode] = {}
     for tp, path in offset_paths.items():
         if path in raw:
             commit_path = commit_paths.get(tp, "")
-            snapshot.offsets[tp] = CommittedOffsetZNode.decode(
+            offsets[tp] = CommittedOffsetZNode.decode(
                 path, raw[path], commit_path, raw.get(commit_path)
             )
-    snapshot.commit_nodes = {tp for tp, path in commit_paths.items() if path in raw}
-    snapshot.zk_consumers = ZkConsumers(zk_members, zk_owners)
-    return snapshot
+    return offsets, {tp for tp, path in commit_paths.items() if path in raw}
+
+
+def write_offsets_unfenced(
+    zk: KazooClient, group: str, offsets: dict[TopicPartition, CommittedOffsetZNode]
+) -> None:
+    """OffsetCommit v0 as Kafka 2.x serves it on any broker: straight into ZooKeeper, no
+    coordinator involved (Kafka 0.8.1 clients send it to whichever broker they like)."""
+    for tp, node in sorted(offsets.items()):
+        for path, data in (
+            (Z.offset_path(group, *tp), node.encode()),
+            (Z.commit_path(group, *tp), node.encode_commit()),
+        ):
+            try:
+                zk.set(path, data)
+            except NoNodeError:
+                try:
+                    zk.create(path, data, makepath=True)
+                except NodeExistsError:
+                    zk.set(path, data)
 
 
 def zk_consumers(zk: KazooClient, group: str) -> ZkConsumers:
