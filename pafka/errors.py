@@ -341,6 +341,13 @@ class FencedInstanceIdError(KafkaApiError):
     http_status = 409
 
 
+class GroupSubscribedToTopicError(KafkaApiError):
+    """The group's members still consume the topic, so its offsets cannot be deleted."""
+
+    code = 86
+    http_status = 409
+
+
 class InvalidRequiredAcksError(KafkaApiError):
     """acks must be -1, 0 or 1."""
 

@@ -34,6 +34,7 @@ class ApiKey(IntEnum):
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
 
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
@@ -58,6 +59,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
 }
 
 
