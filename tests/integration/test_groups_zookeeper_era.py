@@ -420,3 +420,21 @@ def test_groups_keep_working_while_another_joins_and_leaves(cluster: ClusterHand
         assert conn.describe().group_state == "Empty"
     finally:
         conn.close()
+
+
+def test_json_offsets_of_older_pafka_migrate_when_the_group_is_loaded(
+    cluster: ClusterHandle,
+) -> None:
+    topic, group = _name("migrate"), _name("migrate-g")
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    legacy = b'{"version":1,"offset":12,"leader_epoch":3,"metadata":"m","commit_timestamp":5}'
+    cluster.zk.create(Z.offset_path(group, topic, 0), legacy, makepath=True)
+    conn = connect(cluster, group)
+    try:
+        code, found = conn.fetch([(topic, 0)])
+        assert (code, found[(topic, 0)]) == (NONE, (12, "m", NONE))
+    finally:
+        conn.close()
+    assert cluster.zk.get(Z.offset_path(group, topic, 0))[0] == b"12"
+    details = json.loads(cluster.zk.get(Z.commit_path(group, topic, 0))[0])
+    assert (details["offset"], details["leader_epoch"], details["metadata"]) == (12, 3, "m")

@@ -176,6 +176,13 @@ class GroupCoordinator:
             len(rt.meta.members),
             now_ms() - last_contact_ms,
         )
+        if snapshot.json_offsets:
+            async with rt.lock:
+                # Migrated on first load, so ZooKeeper-era readers see bare offsets from now on.
+                write = rt.write()
+                for tp in sorted(snapshot.json_offsets):
+                    write.put_offset(tp, rt.offsets[tp], True, tp in rt.commit_nodes)
+                await self.apply(rt, write)
         if rt.meta.members or rt.meta.stale_owners():
             async with rt.lock:
                 write = rt.write()

@@ -133,7 +133,8 @@ class GroupOffsets:
     async def _refresh(self, rt: GroupRuntime) -> None:
         zk = self.coordinator.zk
         try:
-            rt.offsets, rt.commit_nodes = await zk.run(store.read_offsets, zk.kazoo, rt.group_id)
+            stored = await zk.run(store.read_offsets, zk.kazoo, rt.group_id)
+            rt.offsets, rt.commit_nodes = stored.offsets, stored.commit_nodes
         except CorruptZNodeError as exc:
             log.warning("group %r cannot be used: %s", rt.group_id, exc)
             raise
@@ -178,5 +179,5 @@ class GroupOffsets:
         self, group_id: str, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, CommittedOffsetZNode | None]:
         zk = self.coordinator.zk
-        found, _ = await zk.run(store.read_offsets, zk.kazoo, group_id, partitions)
+        found = (await zk.run(store.read_offsets, zk.kazoo, group_id, partitions)).offsets
         return {tp: found.get(tp) for tp in partitions}

@@ -49,6 +49,7 @@ class GroupSnapshot:
     offsets: dict[TopicPartition, CommittedOffsetZNode] = field(default_factory=dict)
     # Partitions whose offset_commits/ node exists (offsets migrated from JSON have none yet).
     commit_nodes: set[TopicPartition] = field(default_factory=set)
+    json_offsets: set[TopicPartition] = field(default_factory=set)
     zk_consumers: ZkConsumers = field(default_factory=lambda: ZkConsumers({}, {}))
 
 
@@ -167,15 +168,26 @@ def load(zk: KazooClient, group: str) -> GroupSnapshot:
                 zk_owners[tp] = owner.member_id
             else:
                 snapshot.owners[tp] = owner.member_id
-    snapshot.offsets, snapshot.commit_nodes = read_offsets(zk, group)
+    stored = read_offsets(zk, group)
+    snapshot.offsets, snapshot.commit_nodes = stored.offsets, stored.commit_nodes
+    snapshot.json_offsets = stored.json_format
     snapshot.zk_consumers = ZkConsumers(zk_members, zk_owners)
     return snapshot
 
 
+@dataclass
+class StoredOffsets:
+    offsets: dict[TopicPartition, CommittedOffsetZNode]
+    # Partitions whose offset_commits/ node exists.
+    commit_nodes: set[TopicPartition]
+    # Offset nodes still in the JSON of older pafka versions (rewritten bare once claimed).
+    json_format: set[TopicPartition]
+
+
 def read_offsets(
     zk: KazooClient, group: str, partitions: Iterable[TopicPartition] | None = None
-) -> tuple[dict[TopicPartition, CommittedOffsetZNode], set[TopicPartition]]:
-    """Committed offsets (of ``partitions``, or all) and which have an offset_commits/ node."""
+) -> StoredOffsets:
+    """Committed offsets (of ``partitions``, or all)."""
     if partitions is None:
         offset_paths = _partition_paths(zk, Z.offsets_path(group))
         commit_paths = _partition_paths(zk, Z.commits_path(group))
@@ -184,14 +196,16 @@ def read_offsets(
         offset_paths = {tp: Z.offset_path(group, *tp) for tp in wanted}
         commit_paths = {tp: Z.commit_path(group, *tp) for tp in wanted}
     raw = _read_all(zk, [*offset_paths.values(), *commit_paths.values()])
-    offsets: dict[TopicPartition, CommittedOffsetZNode] = {}
+    found = StoredOffsets({}, {tp for tp, path in commit_paths.items() if path in raw}, set())
     for tp, path in offset_paths.items():
         if path in raw:
             commit_path = commit_paths.get(tp, "")
-            offsets[tp] = CommittedOffsetZNode.decode(
+            found.offsets[tp] = CommittedOffsetZNode.decode(
                 path, raw[path], commit_path, raw.get(commit_path)
             )
-    return offsets, {tp for tp, path in commit_paths.items() if path in raw}
+            if raw[path].lstrip().startswith(b"{"):
+                found.json_format.add(tp)
+    return found
 
 
 def write_offsets_unfenced(
