@@ -34,7 +34,7 @@ from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo
 from pafka.zk.znodes import now_ms as wall_ms
-from services.broker.groups import store
+from services.broker.groups import shared_registry, store
 from services.broker.groups.config import GroupConfig
 from services.broker.groups.runtime import GroupRuntime, now_ms
 from services.broker.groups.store import GroupSnapshot, GroupWrite
@@ -258,7 +258,7 @@ class GroupCoordinator:
     async def zk_consumers(self, group: str) -> ZkConsumers:
         """The group's ZooKeeper-coordinated consumers now (read afresh: they are ephemeral)."""
         try:
-            return await self.zk.run(store.zk_consumers, self.zk.kazoo, group)
+            return await self.zk.run(shared_registry.zk_consumers, self.zk.kazoo, group)
         except CorruptZNodeError as exc:
             log.warning("group %r cannot be used: %s", group, exc)
             raise
