@@ -438,3 +438,29 @@ def test_json_offsets_of_older_pafka_migrate_when_the_group_is_loaded(
     assert cluster.zk.get(Z.offset_path(group, topic, 0))[0] == b"12"
     details = json.loads(cluster.zk.get(Z.commit_path(group, topic, 0))[0])
     assert (details["offset"], details["leader_epoch"], details["metadata"]) == (12, 3, "m")
+
+
+def test_offset_commit_v1_keeps_the_commit_time_it_carries(cluster: ClusterHandle) -> None:
+    topic, group = _name("v1"), _name("v1-g")
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    R = OffsetCommitRequest[1]
+    part = R.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=9, commit_timestamp=1_234_567, committed_metadata="v1"
+    )
+    req = R(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=[R.OffsetCommitRequestTopic(name=topic, partitions=[part])],
+    )
+    conn = connect(cluster, group)
+    try:
+        resp = conn.call(req, OffsetCommitResponse, 1)
+        assert [p.error_code for t in resp.topics for p in t.partitions] == [NONE]
+        code, found = conn.fetch([(topic, 0)])
+        assert (code, found[(topic, 0)]) == (NONE, (9, "v1", NONE))
+    finally:
+        conn.close()
+    assert cluster.zk.get(Z.offset_path(group, topic, 0))[0] == b"9"
+    details = json.loads(cluster.zk.get(Z.commit_path(group, topic, 0))[0])
+    assert details["commit_timestamp"] == 1_234_567
