@@ -12,8 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from pafka.groups.consumer_protocol import TopicPartition
-from pafka.groups.zk_coordinated import ZkConsumers
-from pafka.zk.payload_fields import INT32_MAX, is_decimal
+from pafka.groups.zk_coordinated import ZkConsumers, partition_number
 from pafka.zk.znodes import (
     CommittedOffsetZNode,
     ConsumerGroupZNodes,
@@ -44,13 +43,17 @@ def read_all(zk: KazooClient, paths: Iterable[str]) -> dict[str, bytes]:
     return found
 
 
-def partition_paths(zk: KazooClient, root: str) -> dict[TopicPartition, str]:
+def partition_paths(
+    zk: KazooClient, root: str, *, broker_prefixed: bool = False
+) -> dict[TopicPartition, str]:
+    """``{root}/{topic}/{partition}`` nodes by partition (see :func:`partition_number`)."""
     paths: dict[TopicPartition, str] = {}
     for topic in children(zk, root):
-        for p in children(zk, f"{root}/{topic}"):
-            # Anything else under a topic is not a partition of ours; left alone, not fatal.
-            if is_decimal(p) and 0 <= int(p) <= INT32_MAX:
-                paths[(topic, int(p))] = f"{root}/{topic}/{p}"
+        for name in children(zk, f"{root}/{topic}"):
+            # Anything else under a topic is not a partition; left alone, not fatal.
+            p = partition_number(name, broker_prefixed=broker_prefixed)
+            if p is not None:
+                paths[(topic, p)] = f"{root}/{topic}/{name}"
     return paths
 
 
@@ -119,7 +122,7 @@ def zk_consumers(zk: KazooClient, group: str) -> ZkConsumers:
                 members[member] = found
     if not members:
         return ZkConsumers({}, {})
-    owner_paths = partition_paths(zk, Z.owners_path(group))
+    owner_paths = partition_paths(zk, Z.owners_path(group), broker_prefixed=True)
     raw = read_all(zk, owner_paths.values())
     owners: dict[TopicPartition, str] = {}
     for tp, path in owner_paths.items():

@@ -119,7 +119,7 @@ def load(zk: KazooClient, group: str) -> GroupSnapshot:
     data, _ = zk.get(Z.group_path(group))
     snapshot = GroupSnapshot(group=GroupZNode.decode(group, data or b""))
     member_paths = {m: Z.member_path(group, m) for m in children(zk, Z.ids_path(group))}
-    owner_paths = partition_paths(zk, Z.owners_path(group))
+    owner_paths = partition_paths(zk, Z.owners_path(group), broker_prefixed=True)
     raw = read_all(zk, [*member_paths.values(), *owner_paths.values()])
     zk_members: dict[str, ZkConsumerRegistration] = {}
     for member, path in member_paths.items():
@@ -137,6 +137,9 @@ def load(zk: KazooClient, group: str) -> GroupSnapshot:
             # release: keeping it out of the owners map keeps the broker's hands off it.
             if owner.zk_consumer:
                 zk_owners[tp] = owner.member_id
+            elif path != Z.owner_path(group, *tp):
+                # Ours are named by the partition alone; this one we could never rewrite.
+                raise CorruptZNodeError(path, "a coordinator's owner node not named {partition}")
             else:
                 snapshot.owners[tp] = owner.member_id
     stored = shared_registry.read_offsets(zk, group)
