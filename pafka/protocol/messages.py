@@ -44,6 +44,7 @@ from kafka.protocol.consumer import (
     LeaveGroupRequest,
     ListOffsetsRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     SyncGroupRequest,
@@ -102,6 +103,7 @@ _REQUESTS: dict[ApiKey, Any] = {
     ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
     ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
     ApiKey.DELETE_GROUPS: DeleteGroupsRequest,
+    ApiKey.OFFSET_DELETE: OffsetDeleteRequest,
 }
 
 __all__ = [

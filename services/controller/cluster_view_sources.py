@@ -27,7 +27,8 @@ from kazoo.exceptions import NoNodeError
 
 from pafka.client.cluster import ClusterClient
 from pafka.client.connection import BrokerConnection
-from pafka.errors import CoordinationError, PafkaError
+from pafka.errors import CorruptZNodeError, PafkaError
+from pafka.groups.zk_coordinated import partition_number
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
 from pafka.zk.znodes import CONSUMERS, CommittedOffsetZNode, Z
@@ -66,11 +67,14 @@ def read_groups(zk: KazooClient) -> tuple[GroupOffsets, ...]:
         for g in groups
         for t in _result(topics[g], [])
     }
-    payloads = {
-        (g, t, int(p)): zk.get_async(Z.offset_path(g, t, int(p)))
+    numbers = {
+        (g, t): [n for n in map(partition_number, _result(pending, [])) if n is not None]
         for (g, t), pending in partitions.items()
-        for p in _result(pending, [])
-        if p.isdigit()
+    }
+    payloads = {
+        (g, t, p): zk.get_async(Z.offset_path(g, t, p))
+        for (g, t), ps in numbers.items()
+        for p in ps
     }
     committed: dict[str, dict[TopicPartition, int]] = {g: {} for g in groups}
     for (g, t, p), pending in payloads.items():
@@ -79,8 +83,9 @@ def read_groups(zk: KazooClient) -> tuple[GroupOffsets, ...]:
             continue
         path = Z.offset_path(g, t, p)
         try:
-            committed[g][(t, p)] = CommittedOffsetZNode.decode(path, bytes(found[0])).offset
-        except (CoordinationError, KeyError, ValueError) as exc:
+            # The offset alone: offset_commits/ holds nothing the cluster view shows.
+            committed[g][(t, p)] = CommittedOffsetZNode.decode(path, bytes(found[0] or b"")).offset
+        except CorruptZNodeError as exc:
             # One unreadable node must not hide every other group's offsets.
             log.warning("cluster view: skipping %s: %s", path, exc)
     # Read-only views: a snapshot is shared with scrapes and never changed after it is made.

@@ -9,15 +9,15 @@ transaction fails whole with a bad version, and it drops the group.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from pafka.errors import CoordinationError, NotCoordinatorError
+from pafka.errors import CoordinationError, CorruptZNodeError, NotCoordinatorError
 from pafka.groups.consumer_protocol import TopicPartition
+from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.zk.client import check_transaction
 from pafka.zk.znodes import (
     BROKER_IDS,
@@ -29,7 +29,11 @@ from pafka.zk.znodes import (
     GroupMemberZNode,
     GroupZNode,
     PartitionOwnerZNode,
+    ZkConsumerRegistration,
+    decode_registration,
 )
+from services.broker.groups import shared_registry
+from services.broker.groups.shared_registry import children, partition_paths, read_all
 
 Z = ConsumerGroupZNodes
 UNCLAIMED = -1
@@ -43,6 +47,10 @@ class GroupSnapshot:
     members: dict[str, GroupMemberZNode] = field(default_factory=dict)
     owners: dict[TopicPartition, str] = field(default_factory=dict)
     offsets: dict[TopicPartition, CommittedOffsetZNode] = field(default_factory=dict)
+    # Partitions whose offset_commits/ node exists (offsets migrated from JSON have none yet).
+    commit_nodes: set[TopicPartition] = field(default_factory=set)
+    json_offsets: set[TopicPartition] = field(default_factory=set)
+    zk_consumers: ZkConsumers = field(default_factory=lambda: ZkConsumers({}, {}))
 
 
 @dataclass(frozen=True)
@@ -61,9 +69,12 @@ def holder(zk: KazooClient, group: str) -> int | None:
     """The broker whose claim on ``group`` is live (it is registered), else None."""
     try:
         data, _ = zk.get(Z.coordinator_path(group))
+        broker = GroupCoordinatorZNode.decode(group, data or b"").broker_id
     except NoNodeError:
         return None
-    broker = GroupCoordinatorZNode.decode(group, data).broker_id
+    except CorruptZNodeError:
+        # FindCoordinator still answers; claiming the group reports the node to the client.
+        return None
     if broker == UNCLAIMED or zk.exists(BrokerInfo.path(broker)) is None:
         return None
     return broker
@@ -89,7 +100,7 @@ def claim(zk: KazooClient, group: str, broker_id: int) -> Claim:
             except NodeExistsError:
                 continue
             return Claim(group, 0, 1)
-        current = GroupCoordinatorZNode.decode(group, data)
+        current = GroupCoordinatorZNode.decode(group, data or b"")
         if (
             current.broker_id not in (broker_id, UNCLAIMED)
             and zk.exists(BrokerInfo.path(current.broker_id)) is not None
@@ -103,50 +114,38 @@ def claim(zk: KazooClient, group: str, broker_id: int) -> Claim:
         return Claim(group, stat.version + 1, epoch, current)
 
 
-def _children(zk: KazooClient, path: str) -> list[str]:
-    try:
-        return sorted(zk.get_children(path))
-    except NoNodeError:
-        return []
-
-
-def _read_all(zk: KazooClient, paths: Iterable[str]) -> dict[str, bytes]:
-    """Read many znodes with one round trip's latency (kazoo pipelines async requests)."""
-    pending = {path: zk.get_async(path) for path in paths}
-    found: dict[str, bytes] = {}
-    for path, result in pending.items():
-        try:
-            found[path] = bytes(result.get()[0])
-        except NoNodeError:
-            continue  # deleted between listing and reading
-    return found
-
-
-def _partition_paths(zk: KazooClient, root: str) -> dict[TopicPartition, str]:
-    paths: dict[TopicPartition, str] = {}
-    for topic in _children(zk, root):
-        for p in _children(zk, f"{root}/{topic}"):
-            if p.isdigit():
-                paths[(topic, int(p))] = f"{root}/{topic}/{p}"
-    return paths
-
-
 def load(zk: KazooClient, group: str) -> GroupSnapshot:
+    """The whole group; CorruptZNodeError naming the first node that does not decode."""
     data, _ = zk.get(Z.group_path(group))
-    snapshot = GroupSnapshot(group=GroupZNode.decode(group, data))
-    member_paths = {m: Z.member_path(group, m) for m in _children(zk, Z.ids_path(group))}
-    owner_paths = _partition_paths(zk, Z.owners_path(group))
-    offset_paths = _partition_paths(zk, Z.offsets_path(group))
-    raw = _read_all(zk, [*member_paths.values(), *owner_paths.values(), *offset_paths.values()])
+    snapshot = GroupSnapshot(group=GroupZNode.decode(group, data or b""))
+    member_paths = {m: Z.member_path(group, m) for m in children(zk, Z.ids_path(group))}
+    owner_paths = partition_paths(zk, Z.owners_path(group), broker_prefixed=True)
+    raw = read_all(zk, [*member_paths.values(), *owner_paths.values()])
+    zk_members: dict[str, ZkConsumerRegistration] = {}
     for member, path in member_paths.items():
         if path in raw:
-            snapshot.members[member] = GroupMemberZNode.decode(group, member, raw[path])
+            found = decode_registration(group, member, raw[path])
+            if isinstance(found, ZkConsumerRegistration):
+                zk_members[member] = found
+            else:
+                snapshot.members[member] = found
+    zk_owners: dict[TopicPartition, str] = {}
     for tp, path in owner_paths.items():
         if path in raw:
-            snapshot.owners[tp] = PartitionOwnerZNode.decode(path, raw[path]).member_id
-    for tp, path in offset_paths.items():
-        if path in raw:
-            snapshot.offsets[tp] = CommittedOffsetZNode.decode(path, raw[path])
+            owner = PartitionOwnerZNode.decode(path, raw[path])
+            # A partition a ZooKeeper-coordinated client owns is not the coordinator's to
+            # release: keeping it out of the owners map keeps the broker's hands off it.
+            if owner.zk_consumer:
+                zk_owners[tp] = owner.member_id
+            elif path != Z.owner_path(group, *tp):
+                # Ours are named by the partition alone; this one we could never rewrite.
+                raise CorruptZNodeError(path, "a coordinator's owner node not named {partition}")
+            else:
+                snapshot.owners[tp] = owner.member_id
+    stored = shared_registry.read_offsets(zk, group)
+    snapshot.offsets, snapshot.commit_nodes = stored.offsets, stored.commit_nodes
+    snapshot.json_offsets = stored.json_format
+    snapshot.zk_consumers = ZkConsumers(zk_members, zk_owners)
     return snapshot
 
 
@@ -162,6 +161,7 @@ class GroupWrite:
         self.parents: set[str] = set()
         self.members_put: set[str] = set()
         self.members_deleted: set[str] = set()
+        self.commits_put: set[TopicPartition] = set()
         self._ops: list[tuple[str, str, bytes]] = []
 
     def __bool__(self) -> bool:
@@ -188,9 +188,21 @@ class GroupWrite:
     def delete_owner(self, tp: TopicPartition) -> None:
         self._ops.append(("delete", Z.owner_path(self.claim.group, *tp), b""))
 
-    def put_offset(self, tp: TopicPartition, node: CommittedOffsetZNode, exists: bool) -> None:
-        self.parents.add(Z.offsets_topic_path(self.claim.group, tp[0]))
-        self._put(Z.offset_path(self.claim.group, *tp), node.encode(), exists)
+    def put_offset(
+        self, tp: TopicPartition, node: CommittedOffsetZNode, exists: bool, commit_exists: bool
+    ) -> None:
+        """The bare offset where ZooKeeper-era readers look, the rest of the commit beside it."""
+        group = self.claim.group
+        self.parents.add(Z.offsets_topic_path(group, tp[0]))
+        self.parents.add(Z.commits_topic_path(group, tp[0]))
+        self._put(Z.offset_path(group, *tp), node.encode(), exists)
+        self._put(Z.commit_path(group, *tp), node.encode_commit(), commit_exists)
+        self.commits_put.add(tp)
+
+    def delete_offset(self, tp: TopicPartition, commit_exists: bool) -> None:
+        self._ops.append(("delete", Z.offset_path(self.claim.group, *tp), b""))
+        if commit_exists:
+            self._ops.append(("delete", Z.commit_path(self.claim.group, *tp), b""))
 
     def commit(self, zk: KazooClient, known_parents: set[str]) -> None:
         """Apply; raises NotCoordinatorError if the claim is gone, CoordinationError else."""
@@ -229,7 +241,7 @@ def delete_group(zk: KazooClient, claim: Claim) -> None:
     doomed: list[str] = []
 
     def walk(path: str) -> None:
-        for child in _children(zk, path):
+        for child in children(zk, path):
             walk(f"{path}/{child}")
         doomed.append(path)
 
@@ -244,16 +256,30 @@ def delete_group(zk: KazooClient, claim: Claim) -> None:
     check_transaction(results)
 
 
-def list_groups(zk: KazooClient) -> dict[str, tuple[int | None, GroupZNode]]:
-    """Every group in ZooKeeper: its live coordinator (or None) and its group node."""
-    groups = _children(zk, CONSUMERS)
-    nodes = _read_all(zk, [Z.group_path(g) for g in groups])
-    claims = _read_all(zk, [Z.coordinator_path(g) for g in groups])
-    brokers = {int(b) for b in _children(zk, BROKER_IDS)}
-    found: dict[str, tuple[int | None, GroupZNode]] = {}
+@dataclass(frozen=True)
+class ListedGroup:
+    """A group as ListGroups needs it: its live coordinator (or None) and its group node, or
+    the error that makes it unreadable (reported for that group alone)."""
+
+    holder: int | None
+    node: GroupZNode
+    error: CorruptZNodeError | None = None
+
+
+def list_groups(zk: KazooClient) -> dict[str, ListedGroup]:
+    """Every group in ZooKeeper; a group whose nodes do not decode carries its error."""
+    groups = children(zk, CONSUMERS)
+    nodes = read_all(zk, [Z.group_path(g) for g in groups])
+    claims = read_all(zk, [Z.coordinator_path(g) for g in groups])
+    brokers = {int(b) for b in children(zk, BROKER_IDS) if b.isdigit()}
+    found: dict[str, ListedGroup] = {}
     for g in groups:
         raw_claim = claims.get(Z.coordinator_path(g))
-        broker = GroupCoordinatorZNode.decode(g, raw_claim).broker_id if raw_claim else None
-        node = GroupZNode.decode(g, nodes.get(Z.group_path(g), b""))
-        found[g] = (broker if broker in brokers else None, node)
+        try:
+            broker = GroupCoordinatorZNode.decode(g, raw_claim).broker_id if raw_claim else None
+            node = GroupZNode.decode(g, nodes.get(Z.group_path(g), b""))
+        except CorruptZNodeError as exc:
+            found[g] = ListedGroup(None, GroupZNode(), exc)
+            continue
+        found[g] = ListedGroup(broker if broker in brokers else None, node)
     return found
