@@ -34,6 +34,14 @@ class ApiKey(IntEnum):
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ALTER_CONFIGS = 33
+    DELETE_RECORDS = 21
+    DESCRIBE_LOG_DIRS = 35
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    DESCRIBE_CLUSTER = 60
 
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
@@ -58,6 +66,15 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    # v0 is v1's layout; served once the old-version adapter maps it.
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 2),
+    ApiKey.DESCRIBE_CLUSTER: (0, 0),
 }
 
 

@@ -243,7 +243,9 @@ class FollowerLink:
                     self._failed(partition, "Fetch", data.error_code, now_s)
                     continue
                 try:
-                    partition.append_as_follower(data.records or b"", data.high_watermark)
+                    partition.append_as_follower(
+                        data.records or b"", data.high_watermark, data.log_start_offset
+                    )
                 except PafkaError as exc:
                     # Diverged or damaged: find the common point with the leader again.
                     log.warning("%r: follower append failed: %s", partition, exc)

@@ -221,7 +221,12 @@ class Partition:
                 f"{self!r}: the ISR shrank to {len(self.isr)} below min.insync.replicas"
             )
 
-    def append_as_follower(self, records: bytes | memoryview, leader_high_watermark: int) -> None:
+    def append_as_follower(
+        self,
+        records: bytes | memoryview,
+        leader_high_watermark: int,
+        leader_log_start_offset: int = -1,
+    ) -> None:
         if records:
             info = self.log.append_as_follower(bytes(records), int(time.time() * 1000))
             if info is not None:
@@ -231,6 +236,10 @@ class Partition:
         hw = min(leader_high_watermark, self.log.log_end_offset)
         if hw > self.log.high_watermark:
             self.log.high_watermark = hw
+        if leader_log_start_offset > self.log.log_start_offset:
+            # DeleteRecords (or retention) on the leader: the follower's log starts there too
+            # (capped at its high watermark, since it cannot drop what it has not confirmed).
+            self.log.delete_records_before(leader_log_start_offset)
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
