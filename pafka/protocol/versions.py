@@ -66,14 +66,13 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
-    ApiKey.ALTER_CONFIGS: (0, 1),
+    ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
-    # v0 is v1's layout; served once the old-version adapter maps it.
-    ApiKey.DESCRIBE_LOG_DIRS: (1, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 0),
 }
 

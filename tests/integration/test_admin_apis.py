@@ -424,6 +424,10 @@ def test_describe_log_dirs_and_describe_cluster(own: ClusterHandle) -> None:
         1,
     )
     assert elsewhere.results[0].topics == []
+    # v0 (Kafka 2.0's tools): the same answer in v1's layout.
+    R0 = DescribeLogDirsRequest[0]
+    old = request_once(own.broker_address(1), R0(topics=None), DescribeLogDirsResponse, 0)
+    assert any(t.name == topic for t in old.results[0].topics)
     cluster = request_once(
         own.broker_address(3),
         DescribeClusterRequest[0](include_cluster_authorized_operations=True),
