@@ -42,6 +42,8 @@ from kafka.protocol.admin import (
     DescribeLogDirsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
@@ -439,3 +441,53 @@ def test_describe_log_dirs_and_describe_cluster(own: ClusterHandle) -> None:
     assert cluster.controller_id == 3
     assert cluster.cluster_id
     assert 7 in cluster.authorized_operations  # ALTER
+
+
+def test_the_broker_default_reaches_every_broker_and_one_broker_answers_only_for_itself(
+    own: ClusterHandle,
+) -> None:
+    topic = topic_on(own, (2,))
+    client = admin_client(own)
+    R = IncrementalAlterConfigsRequest[0]
+
+    def alter(broker: str, value: str | None, to: int = 1) -> int:
+        op = 1 if value is None else 0  # DELETE, SET
+        config = R.AlterConfigsResource.AlterableConfig(
+            name="log.retention.ms", config_operation=op, value=value
+        )
+        resource = R.AlterConfigsResource(resource_type=4, resource_name=broker, configs=[config])
+        got = request_once(
+            own.broker_address(to),
+            R(resources=[resource], validate_only=False),
+            IncrementalAlterConfigsResponse,
+            0,
+        )
+        return int(got.responses[0].error_code)
+
+    assert alter("2", "5000", to=1) == INVALID_REQUEST  # broker 2's configs are broker 2's
+    assert alter("", "123456") == 0
+    try:
+        for broker in (2, 3):
+            resource = ConfigResource(ResourceType.BROKER, str(broker))
+
+            def shows_default(resource: ConfigResource = resource) -> bool:
+                entry = client.describe_configs([resource])[resource].result(timeout=30)[
+                    "log.retention.ms"
+                ]
+                return bool(
+                    entry.value == "123456"
+                    and entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+                )
+
+            wait_until(shows_default, f"broker {broker} takes the cluster default")
+        # A topic without its own retention.ms inherits the new default.
+        wait_until(
+            lambda: describe_topic(client, topic)["retention.ms"].value == "123456",
+            "the topic inherits the default",
+        )
+    finally:
+        assert alter("", None) == 0
+    wait_until(
+        lambda: describe_topic(client, topic)["retention.ms"].value == "604800000",
+        "the topic is back on the static default",
+    )
