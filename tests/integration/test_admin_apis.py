@@ -31,6 +31,8 @@ from confluent_kafka.admin import (
     ConfigSource,
     ResourceType,
 )
+from kafka import TopicPartition as KafkaTP
+from kafka.admin import KafkaAdminClient
 from kafka.protocol.admin import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -90,7 +92,11 @@ def topic_on(
 
 
 def admin_client(own: ClusterHandle) -> AdminClient:
-    return AdminClient({"bootstrap.servers": own.bootstrap})
+    client = AdminClient({"bootstrap.servers": own.bootstrap})
+    # Connected first: librdkafka's DeleteRecords looks leaders up once, and with no broker
+    # usable yet it waits out its whole request timeout.
+    client.list_topics(timeout=15)
+    return client
 
 
 _producers: dict[str, Producer] = {}
@@ -130,6 +136,16 @@ def describe_topic(client: AdminClient, topic: str) -> dict[str, Any]:
     return dict(client.describe_configs([resource])[resource].result(timeout=30))
 
 
+def shows(client: AdminClient, topic: str, name: str, value: str, source: ConfigSource) -> None:
+    """Wait until DescribeConfigs shows the change (brokers learn it through a watch)."""
+
+    def check() -> bool:
+        entry = describe_topic(client, topic)[name]
+        return bool(entry.value == value and entry.source == source.value)
+
+    wait_until(check, f"{topic} shows {name}={value} from {source.name}")
+
+
 def incremental(client: AdminClient, resource: ConfigResource) -> None:
     client.incremental_alter_configs([resource])[resource].result(timeout=30)
 
@@ -158,9 +174,7 @@ def test_incremental_alter_configs_changes_describe_and_max_message_bytes_is_enf
             ],
         ),
     )
-    entry = describe_topic(client, topic)["max.message.bytes"]
-    assert entry.value == "1000"
-    assert entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    shows(client, topic, "max.message.bytes", "1000", ConfigSource.DYNAMIC_TOPIC_CONFIG)
     wait_until(
         lambda: produce(own, topic, [b"x" * 5000])[0] is not None,
         "the leader refuses a 5,000-byte record",
@@ -183,7 +197,7 @@ def test_incremental_alter_configs_changes_describe_and_max_message_bytes_is_enf
                 ],
             ),
         )
-        assert describe_topic(client, topic)["cleanup.policy"].value == expected
+        shows(client, topic, "cleanup.policy", expected, ConfigSource.DYNAMIC_TOPIC_CONFIG)
     incremental(
         client,
         ConfigResource(
@@ -196,8 +210,7 @@ def test_incremental_alter_configs_changes_describe_and_max_message_bytes_is_enf
             ],
         ),
     )
-    entry = describe_topic(client, topic)["max.message.bytes"]
-    assert entry.source == ConfigSource.DEFAULT_CONFIG.value
+    shows(client, topic, "max.message.bytes", "1048588", ConfigSource.DEFAULT_CONFIG)
     wait_until(lambda: delivered(own, topic, [b"x" * 5000]), "the limit is lifted")
 
 
@@ -211,9 +224,8 @@ def test_alter_configs_retention_deletes_old_segments(own: ClusterHandle) -> Non
         ResourceType.TOPIC, topic, set_config={"segment.bytes": "1024", "retention.ms": "1"}
     )
     client.alter_configs([resource])[resource].result(timeout=30)
-    described = describe_topic(client, topic)
-    assert described["retention.ms"].value == "1"
-    assert described["segment.bytes"].value == "1024"
+    shows(client, topic, "retention.ms", "1", ConfigSource.DYNAMIC_TOPIC_CONFIG)
+    shows(client, topic, "segment.bytes", "1024", ConfigSource.DYNAMIC_TOPIC_CONFIG)
     wait_until(lambda: watermarks(own, topic)[0] >= 10, "retention deleted the old segments")
     assert watermarks(own, topic)[1] == 12
 
@@ -491,3 +503,20 @@ def test_the_broker_default_reaches_every_broker_and_one_broker_answers_only_for
         lambda: describe_topic(client, topic)["retention.ms"].value == "604800000",
         "the topic is back on the static default",
     )
+
+
+def test_a_new_replica_of_a_partition_whose_start_moved_catches_up(own: ClusterHandle) -> None:
+    """A replica added after DeleteRecords has nothing below the leader's log start to fetch:
+    it starts its log there (Kafka's truncate-fully-and-start-at) and joins the ISR."""
+    topic = topic_on(own, (1,))
+    assert delivered(own, topic, [b"n" * 10] * 10)
+    client = admin_client(own)  # kept: a client collected mid-request fails it
+    [deleted] = client.delete_records([TopicPartition(topic, 0, 6)]).values()
+    assert deleted.result(timeout=30).low_watermark == 6
+    kp = KafkaAdminClient(bootstrap_servers=own.bootstrap)
+    try:
+        kp.alter_partition_reassignments({KafkaTP(topic, 0): [1, 2]})
+    finally:
+        kp.close()
+    wait_until(lambda: own.partition_state(topic, 0).isr == (1, 2), "broker 2 joins the ISR")
+    assert watermarks(own, topic) == (6, 10)
