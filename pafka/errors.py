@@ -516,6 +516,20 @@ class ReassignmentInProgressError(KafkaApiError):
     retriable = True
 
 
+class NoReassignmentInProgressError(KafkaApiError):
+    """A cancellation named a partition that is not being reassigned."""
+
+    code = 85
+    http_status = 409
+
+
+class PolicyViolationError(KafkaApiError):
+    """The request parameters do not satisfy the configured policy."""
+
+    code = 44
+    http_status = 400
+
+
 class UnknownTopicIdError(KafkaApiError):
     """This server does not know the topic id."""
 

@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import bench, clients, cluster, groups, services, topics
+from pafka.cli import bench, clients, cluster, configs, groups, leaders, services, topics
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     topics.register(sub)
     clients.register(sub)
     groups.register(sub)
+    configs.register(sub)
+    leaders.register(sub)
     bench.register(sub)
     return parser
 

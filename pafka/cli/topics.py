@@ -1,4 +1,5 @@
-"""``pafka topics create|list|describe|delete|alter``, the equivalent of kafka-topics.sh.
+"""``pafka topics create|list|describe|delete|alter|reassign|delete-records``, the equivalent of
+kafka-topics.sh (and of kafka-delete-records.sh: ``pafka.cli.delete_records``).
 
 With ZooKeeper (given, or the local cluster's) the admin writes go straight to ZooKeeper as in
 Kafka 2.x's tools; with --bootstrap-server they go over the Kafka protocol.
@@ -10,6 +11,7 @@ import argparse
 from typing import Any
 
 from pafka.admin import topics as admin
+from pafka.cli import delete_records
 from pafka.cli.target import Target, add_target_arguments, admin_client, resolve, zookeeper
 from pafka.errors import ConfigError, TopicAlreadyExistsError
 
@@ -50,7 +52,18 @@ def register(sub: Any) -> None:
     reassign.add_argument("topic")
     reassign.add_argument("--partition", type=int, required=True)
     reassign.add_argument("--replicas", required=True, help="broker ids, e.g. 1,2,3")
+    records = verbs.add_parser(
+        "delete-records", help="delete records below an offset (kafka-delete-records.sh)"
+    )
+    records.add_argument("--topic")
+    records.add_argument("--partition", type=int)
+    records.add_argument("--offset", type=int, help="-1: up to the high watermark")
+    records.add_argument(
+        "--offset-json-file",
+        help='{"partitions": [{"topic": T, "partition": P, "offset": O}], "version": 1}',
+    )
     for p, handler in (
+        (records, delete_records.delete_records),
         (reassign, reassign_partition),
         (create, create_topic),
         (list_, list_topics),

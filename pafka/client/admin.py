@@ -2,7 +2,9 @@
 
 Topics are created, grown and deleted through any broker (CreateTopics, CreatePartitions,
 DeleteTopics: the broker writes ZooKeeper and answers once its metadata shows the outcome);
-configs come from DescribeConfigs. Groups are described through their coordinator
+configs come from DescribeConfigs and change by IncrementalAlterConfigs
+(:mod:`pafka.client.configs`); DeleteRecords and ElectLeaders are in
+:mod:`pafka.client.maintenance`. Groups are described through their coordinator
 (:class:`pafka.client.groups.GroupClient`: DescribeGroups, OffsetFetch) and measured against
 the partition leaders' log ends for lags (:mod:`pafka.client.group_lags`).
 An error code in a response is raised once, as the :mod:`pafka.errors` class of that code.
@@ -10,13 +12,16 @@ An error code in a response is raised once, as the :mod:`pafka.errors` class of 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pafka.client import configs, maintenance
 from pafka.client.cluster import ClusterClient
 from pafka.client.group_lags import PartitionLag, log_end_offsets
 from pafka.client.groups import DescribedMember, GroupClient, GroupDescription
-from pafka.errors import GroupIdNotFoundError, for_code
+from pafka.cluster.config_ops import OpType
+from pafka.cluster.elect_leaders import ElectionType
+from pafka.errors import GroupIdNotFoundError, KafkaApiError, for_code
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
@@ -194,6 +199,30 @@ class AdminClient:
             )
             for c in sorted(result.configs, key=lambda c: c.name)
         ]
+
+    # -- configs, records, leaders (pafka.client.configs, pafka.client.maintenance) ---------
+
+    async def describe_configs(self, resource: configs.Resource) -> list[configs.ConfigEntry]:
+        return await configs.describe_configs(self.cluster, resource)
+
+    async def alter_configs(
+        self,
+        resource: configs.Resource,
+        changes: Iterable[tuple[str, OpType, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        await configs.alter_configs(self.cluster, resource, changes, validate_only=validate_only)
+
+    async def delete_records(
+        self, offsets: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int | KafkaApiError]:
+        return await maintenance.delete_records(self.cluster, offsets, self.timeout_ms)
+
+    async def elect_leaders(
+        self, kind: ElectionType, partitions: Iterable[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], KafkaApiError | None]:
+        return await maintenance.elect_leaders(self.cluster, kind, partitions, self.timeout_ms)
 
     # -- groups ----------------------------------------------------------------------------
 

@@ -28,13 +28,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    AlterPartitionReassignmentsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
+    DeleteRecordsRequest,
     DeleteTopicsRequest,
+    DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
+    DescribeLogDirsRequest,
+    ElectLeadersRequest,
+    IncrementalAlterConfigsRequest,
     ListGroupsRequest,
+    ListPartitionReassignmentsRequest,
 )
 from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.consumer import (
@@ -104,6 +112,14 @@ _REQUESTS: dict[ApiKey, Any] = {
     ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
     ApiKey.DELETE_GROUPS: DeleteGroupsRequest,
     ApiKey.OFFSET_DELETE: OffsetDeleteRequest,
+    ApiKey.ALTER_CONFIGS: AlterConfigsRequest,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
+    ApiKey.DELETE_RECORDS: DeleteRecordsRequest,
+    ApiKey.ELECT_LEADERS: ElectLeadersRequest,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: AlterPartitionReassignmentsRequest,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: ListPartitionReassignmentsRequest,
+    ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsRequest,
+    ApiKey.DESCRIBE_CLUSTER: DescribeClusterRequest,
 }
 
 __all__ = [

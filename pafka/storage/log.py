@@ -331,6 +331,25 @@ class Log:
         self._dirty = True
 
     @storage_errors
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every record and restart the log, empty, at ``offset``: a follower whose log
+        ends below its leader's log start has nothing the leader can continue from."""
+        with self._lock:
+            doomed, self.segments = self.segments, []
+            for segment in doomed:
+                segment.delete()
+            self.segments = [
+                ActiveSegment(self.directory, offset, self.config.index_interval_bytes, self.files)
+            ]
+            self._bases = [offset]
+            self.log_start_offset = offset
+            self._high_watermark = offset
+            self.recovery_point = offset
+        self.epochs = LeaderEpochCache()
+        self.epochs_changed()
+        self._dirty = True
+
+    @storage_errors
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole sealed segments past retention.ms or retention.bytes; never data at or
         above the high watermark, never the active segment. Returns how many were deleted."""

@@ -21,6 +21,7 @@ CLUSTER_ID = "/cluster/id"
 BROKER_IDS = "/brokers/ids"
 BROKER_TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 ADMIN = "/admin"
@@ -221,6 +222,29 @@ class TopicConfigZNode:
     def decode(cls, topic: str, data: bytes) -> TopicConfigZNode:
         p = _load(data, cls.path(topic))
         return cls(config={str(k): str(v) for k, v in p.get("config", {}).items()})
+
+
+@dataclass(frozen=True)
+class BrokerConfigZNode:
+    """``/config/brokers/{id}`` or ``/config/brokers/<default>``: dynamic broker configs, as
+    Kafka 2.x keeps them (strings; ``<default>`` applies to every broker)."""
+
+    config: dict[str, str]
+
+    @staticmethod
+    def path(entity: str) -> str:
+        return f"{CONFIG_BROKERS}/{entity}"
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "config": dict(sorted(self.config.items()))})
+
+    @classmethod
+    def decode(cls, entity: str, data: bytes) -> BrokerConfigZNode:
+        p = _load(data, cls.path(entity))
+        config = p.get("config", {})
+        if not isinstance(config, dict):
+            raise CoordinationError(f"znode {cls.path(entity)} has no config object")
+        return cls(config={str(k): str(v) for k, v in config.items()})
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicCo
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
+from services.broker.dynamic_config import DynamicBrokerConfig
 from services.broker.fetch_session_cache import FetchSessionCache
 from services.broker.follower import FetcherSettings, FollowerManager
 from services.broker.groups.coordinator import GroupCoordinator
@@ -112,6 +113,7 @@ class Broker:
             on_protocol_error=self.metrics.protocol_errors.inc,
         )
         self._topic_configs: dict[str, TopicConfig] = {}
+        self.dynamic = DynamicBrokerConfig(settings.broker_id, self._dynamic_config_changed)
         self._registered = False
         self._zk_connected = False
         self._http: EmbeddedServer | None = None
@@ -128,6 +130,7 @@ class Broker:
         self.metrics.zk_session_state.set(1)
         got = await self.zk.get(ClusterIdZNode.path())
         self.cluster_id = ClusterIdZNode.decode(got[0]).id if got else None
+        self.dynamic.watch(self.zk)
         await self._start_http()
         self.port = await self.kafka.start(self.settings.host, self.settings.port)
         info = BrokerInfo(
@@ -235,8 +238,20 @@ class Broker:
                 "retention.ms": str(s.log.retention_ms),
                 "retention.bytes": str(s.log.retention_bytes),
                 "max.message.bytes": str(s.log.max_message_bytes),
+                **self.dynamic.topic_defaults(),
             }
         )
+
+    async def _dynamic_config_changed(self) -> None:
+        """Dynamic broker configs changed: every known topic's config is recomputed."""
+        for topic in list(self._topic_configs):
+            try:
+                fresh = parse_topic_config(await self.topic_overrides(topic), self._defaults())
+            except PafkaError as exc:
+                log.error("config of topic %r not updated: %s", topic, exc)
+                continue
+            self._topic_configs[topic] = fresh
+            self.replicas.update_config(topic, fresh)
 
     async def topic_config(self, topic: str) -> TopicConfig:
         cached = self._topic_configs.get(topic)
@@ -277,10 +292,11 @@ class Broker:
             "auto.create.topics.enable": (str(s.auto_create_topics).lower(), TYPE_BOOLEAN),
             "delete.topic.enable": (str(s.delete_topic_enable).lower(), TYPE_BOOLEAN),
         }
-        return [
+        static = [
             ConfigEntry(name, str(value), False, True, False, SOURCE_STATIC_BROKER, type_id)
             for name, (value, type_id) in values.items()
         ]
+        return self.dynamic.describe(static, self._defaults())
 
     # -- control API (ControlHandler) --------------------------------------------------------
 

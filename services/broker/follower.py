@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from pafka.control.messages import LiveBroker
-from pafka.errors import PafkaError, ProtocolError, for_code
+from pafka.errors import OffsetOutOfRangeError, PafkaError, ProtocolError, for_code
 from pafka.protocol.messages import decode_response, encode_request, request_class
 from pafka.protocol.versions import ApiKey
 from services.broker.follower_session import (
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
 EPOCH_VERSION = 4
+LIST_OFFSETS_VERSION = 4
+EARLIEST = -2
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ class FollowerLink:
     # and which entries changed since the last request.
     requests: dict[TopicPartition, PartitionRequest] = field(default_factory=dict)
     touched: set[TopicPartition] = field(default_factory=set)
+    # Answered OFFSET_OUT_OF_RANGE: the next truncation also asks where the leader's log starts.
+    out_of_range: set[TopicPartition] = field(default_factory=set)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     correlation_id: int = 0
@@ -200,6 +204,48 @@ class FollowerLink:
                     partition.truncate_to(target)
                 self.states.ready(key)
                 self._refresh(key)
+        behind = [k for k in keys if k in self.out_of_range and self.partitions.get(k) is asked[k]]
+        if behind:
+            await self._start_at_leader_start(reader, writer, behind)
+
+    async def _start_at_leader_start(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, keys: list[TopicPartition]
+    ) -> None:
+        """Kafka's answer to a fetch below the leader's log start (DeleteRecords or retention
+        moved it past this follower's end): ask the leader where its log starts and, if this
+        log ends before that, start over there, empty."""
+        cls = request_class(ApiKey.LIST_OFFSETS)[LIST_OFFSETS_VERSION]
+        topics: dict[str, list[object]] = {}
+        for topic, index in keys:
+            topics.setdefault(topic, []).append(
+                cls.ListOffsetsTopic.ListOffsetsPartition(
+                    partition_index=index,
+                    current_leader_epoch=self.partitions[(topic, index)].leader_epoch,
+                    timestamp=EARLIEST,
+                )
+            )
+        body = cls(
+            replica_id=self.settings.broker_id,
+            isolation_level=0,
+            topics=[cls.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()],
+        )
+        response = await self._call(reader, writer, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, body)
+        for t in response.topics:  # type: ignore[attr-defined]
+            for r in t.partitions:
+                key = (t.name, r.partition_index)
+                self.out_of_range.discard(key)
+                partition = self.partitions.get(key)
+                if partition is None or r.error_code:
+                    continue
+                if partition.log.log_end_offset < r.offset:
+                    log.warning(
+                        "%r: the leader's log starts at %d, past this log's end %d: starting there",
+                        partition,
+                        r.offset,
+                        partition.log.log_end_offset,
+                    )
+                    partition.truncate_fully_and_start_at(r.offset)
+                    self._refresh(key)
 
     def _failed(self, partition: Partition, request: str, error_code: int, now_s: float) -> None:
         """The leader answered ``request`` for this partition with an error: hold it back."""
@@ -240,10 +286,14 @@ class FollowerLink:
                 if partition is None or not self.states.fetching(key):
                     continue  # dropped, or re-added for a new leader epoch while we fetched
                 if data.error_code:
+                    if data.error_code == OffsetOutOfRangeError.code:
+                        self.out_of_range.add(key)
                     self._failed(partition, "Fetch", data.error_code, now_s)
                     continue
                 try:
-                    partition.append_as_follower(data.records or b"", data.high_watermark)
+                    partition.append_as_follower(
+                        data.records or b"", data.high_watermark, data.log_start_offset
+                    )
                 except PafkaError as exc:
                     # Diverged or damaged: find the common point with the leader again.
                     log.warning("%r: follower append failed: %s", partition, exc)

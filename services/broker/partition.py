@@ -221,8 +221,15 @@ class Partition:
                 f"{self!r}: the ISR shrank to {len(self.isr)} below min.insync.replicas"
             )
 
-    def append_as_follower(self, records: bytes | memoryview, leader_high_watermark: int) -> None:
+    def append_as_follower(
+        self,
+        records: bytes | memoryview,
+        leader_high_watermark: int,
+        leader_log_start_offset: int = -1,
+    ) -> None:
         if records:
+            if self.log.log_end_offset == self.log.log_start_offset:
+                self._start_at_first_batch(records)
             info = self.log.append_as_follower(bytes(records), int(time.time() * 1000))
             if info is not None:
                 for _, head in iter_batches(records):
@@ -231,10 +238,28 @@ class Partition:
         hw = min(leader_high_watermark, self.log.log_end_offset)
         if hw > self.log.high_watermark:
             self.log.high_watermark = hw
+        if leader_log_start_offset > self.log.log_start_offset:
+            # DeleteRecords (or retention) on the leader: the follower's log starts there too
+            # (capped at its high watermark, since it cannot drop what it has not confirmed).
+            self.log.delete_records_before(leader_log_start_offset)
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
         self.producers.truncate_to(offset)
+        self.notifier.notify()
+
+    def _start_at_first_batch(self, records: bytes | memoryview) -> None:
+        """An empty log started at the leader's log start, which may fall inside a batch: the
+        leader sends that whole batch, so the log starts at its base instead (Kafka's answer
+        to an unexpected append offset); the leader's start offset is applied after."""
+        first = next(iter_batches(records), None)
+        if first is not None and first[1].base_offset < self.log.log_end_offset:
+            self.truncate_fully_and_start_at(first[1].base_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """The leader's log starts past this follower's end: continue, empty, from there."""
+        self.log.truncate_fully_and_start_at(offset)
+        self.producers.truncate_to(0)
         self.notifier.notify()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:

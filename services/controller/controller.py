@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from pafka.cluster.elect_leaders import ElectionType
 from pafka.errors import ControllerFencedError, NotControllerError, PafkaError
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import (
@@ -34,9 +35,10 @@ from pafka.zk.znodes import (
     TopicPartitionsPayload,
     TopicZNode,
 )
+from services.controller.admin_api import Outcome, list_reassignments, run_elections
 from services.controller.channel import BrokerChannel, Message
 from services.controller.cluster_view import ClusterView
-from services.controller.context import ControllerContext
+from services.controller.context import ControllerContext, TopicPartition
 from services.controller.event_queue import Event, EventQueue
 from services.controller.fencing import Epoch, try_elect
 from services.controller.metrics import ControllerMetrics
@@ -272,6 +274,10 @@ class Controller:
             # Events seen before this activation are covered by the full load it did.
             if event.kind == "shutdown":
                 _answer(event.payload[1], NotControllerError("the controller changed; retry"))
+            elif event.kind in ("elect_leaders", "alter_reassignments"):
+                waiter = event.payload[-1]
+                if not waiter.done():
+                    waiter.set_exception(NotControllerError("the controller changed; retry"))
             return
         if event.kind == "brokers":
             closed = await manager.on_brokers(set(int(b) for b in event.payload))
@@ -302,6 +308,12 @@ class Controller:
         elif event.kind == "shutdown":
             broker_id, waiters = event.payload
             _answer(waiters, await manager.on_controlled_shutdown(broker_id))
+        elif event.kind == "elect_leaders":
+            kind, requested, waiter = event.payload
+            await _settle(waiter, run_elections(manager, kind, requested))
+        elif event.kind == "alter_reassignments" and self.reassignments is not None:
+            targets, waiter = event.payload
+            await _settle(waiter, self.reassignments.alter(targets))
         elif event.kind == "preferred":
             await manager.rebalance_preferred(
                 self.settings.preferred_imbalance_ratio, event.payload
@@ -321,6 +333,30 @@ class Controller:
         done: asyncio.Future[list[tuple[str, int]]] = asyncio.get_running_loop().create_future()
         await self._enqueue("shutdown", (broker_id, (done,)))
         return await asyncio.wait_for(done, timeout_s)
+
+    # -- admin requests forwarded by brokers ------------------------------------------------------
+
+    async def _request(self, kind: str, payload: tuple[Any, ...], timeout_s: float) -> Outcome:
+        if not self.active:
+            raise NotControllerError("this controller is not active")
+        done: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        await self._enqueue(kind, (*payload, done))
+        return await asyncio.wait_for(done, timeout_s)
+
+    async def elect_leaders(
+        self, kind: ElectionType, partitions: list[TopicPartition] | None, timeout_s: float
+    ) -> Outcome:
+        return await self._request("elect_leaders", (kind, partitions), timeout_s)
+
+    async def alter_reassignments(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None], timeout_s: float
+    ) -> Outcome:
+        return await self._request("alter_reassignments", (targets,), timeout_s)
+
+    def list_reassignments(self, wanted: list[TopicPartition] | None) -> list[dict[str, Any]]:
+        if not self.active or self.reassignments is None:
+            raise NotControllerError("this controller is not active")
+        return list_reassignments(self.reassignments, wanted)
 
     # -- status ----------------------------------------------------------------------------------
 
@@ -349,3 +385,16 @@ def _answer(
             waiter.set_exception(outcome)
         else:
             waiter.set_result(outcome)
+
+
+async def _settle(waiter: asyncio.Future[Outcome], work: Awaitable[Outcome]) -> None:
+    """Run an operator's request and hand its outcome to the waiter (an error too, so the
+    request fails at once instead of waiting out its timeout)."""
+    try:
+        outcome = await work
+    except Exception as exc:
+        if not waiter.done():
+            waiter.set_exception(exc)
+        raise
+    if not waiter.done():
+        waiter.set_result(outcome)

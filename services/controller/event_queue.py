@@ -41,6 +41,9 @@ PRIORITY: dict[str, Priority] = {
     "topic_config": Priority.NORMAL,
     "delete": Priority.NORMAL,
     "reassign": Priority.NORMAL,
+    # An operator's request waits for its answer: never folded (keyed by its waiter).
+    "elect_leaders": Priority.NORMAL,
+    "alter_reassignments": Priority.NORMAL,
     "isr": Priority.BACKGROUND,
     "preferred": Priority.BACKGROUND,
 }
@@ -51,6 +54,8 @@ class Event:
     """``payload`` by kind: brokers, topics, delete: the children listed; topic_data,
     topic_config: (topic, data); reassign: the request's data; shutdown: (broker id, tuple of
     waiters to answer); preferred: None (a periodic check) or the requested partitions;
+    elect_leaders: (election type, partitions or None, waiter); alter_reassignments:
+    (targets, waiter);
     elect, isr: None (the state is read when the event runs)."""
 
     kind: str
@@ -66,6 +71,8 @@ def key(event: Event) -> Hashable:
         return (event.kind, event.payload[0])
     if event.kind == "preferred":
         return (event.kind, event.payload is None)
+    if event.kind in ("elect_leaders", "alter_reassignments"):
+        return (event.kind, id(event.payload[-1]))
     return event.kind
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from pafka.cluster.elect_leaders import ElectionType
 from pafka.errors import PafkaError
+from services.controller.admin_api import Outcome
+from services.controller.context import TopicPartition
 from services.controller.controller import Controller
 
 
@@ -36,6 +41,46 @@ def create_app(controller: Controller) -> FastAPI:
             return JSONResponse({"error_code": 7, "message": "timed out"}, status_code=504)
         return JSONResponse({"remaining": [[t, p] for t, p in remaining]})
 
+    @app.post("/elect-leaders")
+    async def elect_leaders(request: Request) -> JSONResponse:
+        """ElectLeaders forwarded by a broker: {"election_type", "partitions" (null: all),
+        "timeout_ms"} -> {"results": [[topic, partition, error_code, message], ...]}."""
+        try:
+            body = await request.json()
+            kind = ElectionType(int(body["election_type"]))
+            partitions = _partitions(body["partitions"])
+            timeout_s = int(body.get("timeout_ms", 60_000)) / 1000
+        except (ValueError, KeyError, TypeError):
+            return _bad_request("expected {election_type, partitions, timeout_ms}")
+        return await _outcome(controller.elect_leaders(kind, partitions, timeout_s))
+
+    @app.post("/reassignments")
+    async def alter_reassignments(request: Request) -> JSONResponse:
+        """AlterPartitionReassignments forwarded by a broker: {"partitions": [[topic,
+        partition, replicas or null], ...], "timeout_ms"} -> {"results": [...]}."""
+        try:
+            body = await request.json()
+            targets = {
+                (str(t), int(p)): None if r is None else tuple(int(b) for b in r)
+                for t, p, r in body["partitions"]
+            }
+            timeout_s = int(body.get("timeout_ms", 60_000)) / 1000
+        except (ValueError, KeyError, TypeError):
+            return _bad_request("expected {partitions: [[topic, partition, replicas]], ...}")
+        return await _outcome(controller.alter_reassignments(targets, timeout_s))
+
+    @app.post("/reassignments/list")
+    async def list_reassignments(request: Request) -> JSONResponse:
+        """ListPartitionReassignments: {"partitions": [[topic, partition], ...] or null}."""
+        try:
+            wanted = _partitions((await request.json())["partitions"])
+        except (ValueError, KeyError, TypeError):
+            return _bad_request("expected {partitions: [[topic, partition]] or null}")
+        try:
+            return JSONResponse({"reassignments": controller.list_reassignments(wanted)})
+        except PafkaError as exc:
+            return _error(exc)
+
     @app.get("/livez")
     async def livez() -> Response:
         return PlainTextResponse("ok")
@@ -54,3 +99,35 @@ def create_app(controller: Controller) -> FastAPI:
         )
 
     return app
+
+
+def _partitions(raw: object) -> list[TopicPartition] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise TypeError("partitions must be a list or null")
+    return [(str(t), int(p)) for t, p in raw]
+
+
+def _bad_request(message: str) -> JSONResponse:
+    return JSONResponse({"error_code": 42, "message": message}, status_code=400)
+
+
+def _error(exc: PafkaError) -> JSONResponse:
+    return JSONResponse(
+        {"error_code": exc.code, "message": exc.message}, status_code=exc.http_status
+    )
+
+
+async def _outcome(work: Awaitable[Outcome]) -> JSONResponse:
+    try:
+        outcome = await work
+    except PafkaError as exc:
+        return _error(exc)
+    except TimeoutError:
+        return JSONResponse({"error_code": 7, "message": "timed out"}, status_code=504)
+    results = [
+        [t, p, exc.code if exc else 0, exc.message if exc else None]
+        for (t, p), exc in sorted(outcome.items())
+    ]
+    return JSONResponse({"results": results})

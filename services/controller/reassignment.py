@@ -5,6 +5,11 @@ following), the controller waits until every target replica is in the ISR, then 
 leadership into the target if needed, shrinks replicas and ISR to the target, deletes the
 data of the replicas that left and drops the partition from the request. Every step is a
 fenced write first.
+
+AlterPartitionReassignments (KIP-455) adds targets to the same request node, and cancels one
+(null replicas) by reassigning the partition back to the replicas it had before, which are in
+sync already, so the cancellation completes at once. Those original replicas are known only to
+the controller that started the reassignment; after a failover a cancellation is refused.
 """
 
 from __future__ import annotations
@@ -16,9 +21,15 @@ from kazoo.exceptions import NoNodeError
 
 from pafka.cluster.election import Election, reassign_partition_leader
 from pafka.control.messages import StopReplica
+from pafka.errors import (
+    InvalidReplicaAssignmentError,
+    KafkaApiError,
+    NoReassignmentInProgressError,
+    UnknownTopicOrPartitionError,
+)
 from pafka.zk.znodes import ReassignmentZNode, TopicZNode
 from services.controller.context import TopicPartition
-from services.controller.fencing import fenced_commit, op_delete, op_set
+from services.controller.fencing import fenced_commit, op_create, op_delete, op_set
 from services.controller.partitions import PartitionManager
 
 log = logging.getLogger(__name__)
@@ -28,6 +39,8 @@ class Reassignments:
     def __init__(self, manager: PartitionManager) -> None:
         self.m = manager
         self.targets: dict[TopicPartition, tuple[int, ...]] = {}
+        # The replicas before the reassignment started (what a cancellation returns to).
+        self.originals: dict[TopicPartition, tuple[int, ...]] = {}
 
     async def on_request(self, data: bytes | None) -> None:
         if data is None:
@@ -52,8 +65,44 @@ class Reassignments:
         unknown = set(target) - self.m.ctx.live
         return f"brokers {sorted(unknown)} are not registered" if unknown else None
 
+    async def alter(
+        self, requested: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> dict[TopicPartition, KafkaApiError | None]:
+        """AlterPartitionReassignments: start, change or cancel (None) each one."""
+        outcome: dict[TopicPartition, KafkaApiError | None] = {}
+        for tp, target in requested.items():
+            if tp not in self.m.ctx.partitions or tp[0] in self.m.ctx.deleting:
+                outcome[tp] = UnknownTopicOrPartitionError(f"unknown partition {tp[0]}-{tp[1]}")
+                continue
+            if target is None:
+                if tp not in self.targets:
+                    outcome[tp] = NoReassignmentInProgressError(
+                        f"no reassignment of {tp[0]}-{tp[1]} is in progress"
+                    )
+                    continue
+                original = self.originals.get(tp)
+                if original is None:
+                    outcome[tp] = InvalidReplicaAssignmentError(
+                        f"the replicas of {tp[0]}-{tp[1]} before its reassignment are not known "
+                        "to this controller; reassign it explicitly"
+                    )
+                    continue
+                target = original
+            problem = self._invalid(tp, target)
+            if problem:
+                outcome[tp] = InvalidReplicaAssignmentError(problem)
+                continue
+            outcome[tp] = None
+            if self.targets.get(tp) != target:
+                self.targets[tp] = target
+                await self._start(tp, target)
+        await self.m.zk.run(self._write_remaining, self.m.zk.kazoo)
+        await self.check()
+        return outcome
+
     async def _start(self, tp: TopicPartition, target: tuple[int, ...]) -> None:
         entry = self.m.ctx.partitions[tp]
+        self.originals.setdefault(tp, entry.replicas)
         union = tuple(dict.fromkeys(entry.replicas + target))
         if union != entry.replicas:
             await self.m.zk.run(self._write_assignment, self.m.zk.kazoo, tp, union)
@@ -98,6 +147,7 @@ class Reassignments:
                     StopReplica(self.m.controller_id, self.m.epoch.epoch, (tp,), delete=True),
                 )
             del self.targets[tp]
+            self.originals.pop(tp, None)
             log.info("reassignment of %s-%d complete: replicas %s", tp[0], tp[1], target)
         await self.m.zk.run(self._write_remaining, self.m.zk.kazoo)
 
@@ -116,6 +166,9 @@ class Reassignments:
         try:
             data, stat = zk.get(path)
         except NoNodeError:
+            if self.targets:  # started by AlterPartitionReassignments: recorded for a failover
+                payload = ReassignmentZNode(dict(self.targets)).encode()
+                fenced_commit(zk, self.m.epoch, [op_create(path, payload)])
             return
         if self.targets and ReassignmentZNode.decode(data).targets == self.targets:
             return  # already says exactly this; writing again would only re-fire the watch

@@ -65,6 +65,15 @@ def test_topic_data_folds_per_topic() -> None:
     assert [e.payload for e in drain(queue)] == [("a", b"2"), ("b", b"1")]
 
 
+def test_operator_requests_never_fold_each_keeps_its_waiter() -> None:
+    queue = EventQueue()
+    first, second = object(), object()
+    queue.put(Event("elect_leaders", (0, None, first)))
+    queue.put(Event("elect_leaders", (0, None, second)))
+    queue.put(Event("alter_reassignments", ({}, first)))
+    assert [e.payload[-1] for e in drain(queue)] == [first, second, first]
+
+
 def events() -> st.SearchStrategy[Event]:
     topics = st.sampled_from(["a", "b", "c"])
     payloads = {

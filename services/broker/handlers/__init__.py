@@ -12,8 +12,14 @@ from services.broker.handlers.admin import (
     handle_delete_topics,
     handle_describe_configs,
 )
+from services.broker.handlers.cluster import handle_describe_cluster
 from services.broker.handlers.commits import handle_offset_commit, handle_offset_fetch
+from services.broker.handlers.configs import (
+    handle_alter_configs,
+    handle_incremental_alter_configs,
+)
 from services.broker.handlers.context import RequestContext
+from services.broker.handlers.elections import handle_elect_leaders
 from services.broker.handlers.fetch import handle_fetch
 from services.broker.handlers.groups import (
     handle_delete_groups,
@@ -25,11 +31,17 @@ from services.broker.handlers.groups import (
     handle_list_groups,
     handle_sync_group,
 )
+from services.broker.handlers.log_dirs import handle_describe_log_dirs
 from services.broker.handlers.metadata import handle_metadata
 from services.broker.handlers.offset_delete import handle_offset_delete
 from services.broker.handlers.offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from services.broker.handlers.produce import handle_produce
 from services.broker.handlers.producer_id import handle_init_producer_id
+from services.broker.handlers.reassignments import (
+    handle_alter_partition_reassignments,
+    handle_list_partition_reassignments,
+)
+from services.broker.handlers.records_admin import handle_delete_records
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
@@ -55,4 +67,12 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
     ApiKey.DELETE_GROUPS: handle_delete_groups,
     ApiKey.OFFSET_DELETE: handle_offset_delete,
+    ApiKey.ALTER_CONFIGS: handle_alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: handle_incremental_alter_configs,
+    ApiKey.DELETE_RECORDS: handle_delete_records,
+    ApiKey.ELECT_LEADERS: handle_elect_leaders,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: handle_alter_partition_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
+    ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
+    ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
 }

@@ -1,0 +1,45 @@
+"""Admin requests the broker forwards to the active controller's HTTP port.
+
+Kafka sends ElectLeaders and the reassignment APIs to its controller; pafka's controller is a
+separate service that clients do not reach, so the broker that receives such a request passes
+it on. The controller's address is read from ``/controller`` for each request (it moves on
+failover). No active controller, or one that cannot be reached, is NOT_CONTROLLER, which Kafka's
+admin clients retry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from pafka.errors import NotControllerError, PafkaError, for_code
+from pafka.zk.client import ZkClient
+from pafka.zk.znodes import ControllerZNode
+
+# Beyond the request's own timeout: the HTTP round trip itself.
+MARGIN_S = 5.0
+
+
+async def call_controller(zk: ZkClient, path: str, body: dict[str, Any], timeout_ms: int) -> Any:
+    """POST ``body`` to the active controller's ``path``; its JSON answer, or its error raised."""
+    got = await zk.get(ControllerZNode.path())
+    if got is None:
+        raise NotControllerError("no controller is active")
+    url = ControllerZNode.decode(got[0]).url.rstrip("/")
+    timeout_s = max(timeout_ms, 0) / 1000 + MARGIN_S
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            response = await client.post(url + path, json={**body, "timeout_ms": timeout_ms})
+    except httpx.HTTPError as exc:
+        raise NotControllerError(f"the controller at {url} did not answer: {exc}") from exc
+    try:
+        answer = response.json()
+    except ValueError as exc:
+        raise NotControllerError(f"the controller answered {response.status_code}") from exc
+    if response.status_code != 200:
+        code = int(answer.get("error_code", -1)) if isinstance(answer, dict) else -1
+        message = answer.get("message", "") if isinstance(answer, dict) else ""
+        error: PafkaError = for_code(code, f"controller: {message}")
+        raise error
+    return answer
