@@ -75,6 +75,16 @@ class GroupMetadata:
     def transition(self, target: GroupState) -> None:
         self.state = group_transition(self.state, target, self.group_id)
 
+    def partitions_grew(self, now: Mapping[str, int]) -> bool:
+        """Whether the coordinator itself starts a rebalance after a metadata change: only when
+        a subscribed topic gained partitions or appeared, partitions no member consumes yet.
+        A topic deleted (or recreated as it was) is left to the members, as Kafka leaves it:
+        each learns it from its own metadata, and one left with no matching topic does not
+        rejoin (librdkafka), so a rebalance started for it would hold every other member's
+        JoinGroup, and the requests queued behind it on that connection (the commit of its
+        close), until that member's session expired."""
+        return any(count > self.partition_counts.get(topic, 0) for topic, count in now.items())
+
     @property
     def cooperative(self) -> bool:
         return self.protocol in COOPERATIVE_PROTOCOLS

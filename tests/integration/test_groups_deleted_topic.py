@@ -109,3 +109,60 @@ def test_consumer_closes_promptly_after_its_topic_is_deleted(
     for c in others:
         c.close()
     assert time.monotonic() - started < CLOSE_WITHIN_S
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_members_close_promptly_one_after_another_after_their_topic_is_deleted(
+    cluster: ClusterHandle, strategy: str
+) -> None:
+    """Both members keep polling past the deletion, then close in turn. librdkafka's members
+    notice the deletion from metadata; one left with no matching topic does not rejoin. A
+    rebalance the coordinator started for the deletion held the other's JoinGroup, and the
+    commit its close queues behind it, until the first member's session expired (45 s)."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, group = f"doomed-{suffix}", f"doomed-g-{suffix}"
+    cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=1)
+    cluster.wait_for_leaders(topic, PARTITIONS)
+    _produce(cluster, topic, 10)
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "partition.assignment.strategy": strategy,
+                "session.timeout.ms": 45_000,
+                "auto.commit.interval.ms": 200,
+            }
+        )
+        for _ in range(2)
+    ]
+    for c in consumers:
+        c.subscribe([topic])
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < 10 and time.monotonic() < deadline:
+        for c in consumers:
+            msg = c.poll(0.1)
+            if msg is not None and msg.error() is None:
+                seen += 1
+    assert seen == 10
+    # Polling on while the deletion spreads: a heartbeat may then hear of the coordinator's
+    # rebalance before the member's metadata shows the topic gone.
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.delete_topics([topic], operation_timeout=30)[topic].result(timeout=60)
+    polled_until = time.monotonic() + 5
+    while time.monotonic() < polled_until:
+        for c in consumers:
+            c.poll(0.1)
+    for c in consumers:
+        closed = threading.Event()
+
+        def close(consumer: Consumer = c, done: threading.Event = closed) -> None:
+            consumer.close()
+            done.set()
+
+        started = time.monotonic()
+        threading.Thread(target=close, daemon=True).start()
+        assert closed.wait(CLOSE_WITHIN_S + 60), "close() hung"
+        assert time.monotonic() - started < CLOSE_WITHIN_S

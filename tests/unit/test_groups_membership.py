@@ -442,3 +442,26 @@ def test_static_member_returning_to_a_rebalancing_group_rebalances() -> None:
     meta = _stable(member("a", "range"))
     meta.state = GroupState.PREPARING_REBALANCE
     assert not meta.static_rejoin_keeps_generation()
+
+
+def test_only_grown_or_new_subscribed_topics_make_the_coordinator_rebalance() -> None:
+    meta = GroupMetadata("g", partition_counts={"a": 3, "b": 2})
+    assert not meta.partitions_grew({"a": 3, "b": 2})
+    assert not meta.partitions_grew({"a": 3}), "a deleted topic is left to the members"
+    assert not meta.partitions_grew({})
+    assert not meta.partitions_grew({"a": 1, "b": 2}), "recreated smaller: members notice"
+    assert meta.partitions_grew({"a": 4, "b": 2})
+    assert meta.partitions_grew({"a": 3, "b": 2, "c": 1})
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcd"), st.integers(1, 8)),
+    st.dictionaries(st.sampled_from("abcd"), st.integers(1, 8)),
+)
+def test_a_rebalance_is_started_exactly_when_some_partition_is_new(
+    before: dict[str, int], now: dict[str, int]
+) -> None:
+    meta = GroupMetadata("g", partition_counts=dict(before))
+    old = {(t, p) for t, n in before.items() for p in range(n)}
+    new = {(t, p) for t, n in now.items() for p in range(n)}
+    assert meta.partitions_grew(now) == bool(new - old)

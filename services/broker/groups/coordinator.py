@@ -293,7 +293,8 @@ class GroupCoordinator:
 
     def on_metadata(self) -> None:
         """After an UpdateMetadata: rebalance groups whose subscribed topics grew, or whose
-        partitions' leaders moved because brokers came or went (the seeds' triggers)."""
+        partitions' leaders moved because brokers came or went (the seeds' triggers); a
+        deleted topic is the members' to notice (``GroupMetadata.partitions_grew``)."""
         brokers = frozenset(self.metadata.brokers)
         broker_change = brokers != self._metadata_brokers
         self._metadata_brokers = brokers
@@ -303,8 +304,8 @@ class GroupCoordinator:
             counts = self.partition_counts(rt.meta.subscribed_topics())
             # Compared with the generation's start: a controlled shutdown moves leaders in one
             # update and removes the broker in the next.
-            if counts != rt.meta.partition_counts:
-                self.prepare_rebalance(rt, "subscribed topics changed partitions")
+            if rt.meta.partitions_grew(counts):
+                self.prepare_rebalance(rt, "subscribed topics gained partitions")
             elif (
                 broker_change
                 and self.config.rebalance_on_broker_change
