@@ -20,7 +20,8 @@ class, so each boundary maps errors exactly once:
     │   ├── ControllerFencedError
     │   ├── ZkNoNodeError
     │   ├── ZkNodeExistsError
-    │   └── ZkBadVersionError
+    │   ├── ZkBadVersionError
+    │   └── CorruptZNodeError    a znode's payload is not what its family spells
     └── KafkaApiError            one per wire error code, see the classes below
 
 Foreign errors (kazoo, OSError, kafka-python's codec) are translated where they enter: the ZooKeeper
@@ -94,6 +95,20 @@ class ZkBadVersionError(CoordinationError):
     """A conditional ZooKeeper write lost: the znode changed since it was read."""
 
     retriable = False
+
+
+class CorruptZNodeError(CoordinationError):
+    """A znode holds a payload its family cannot decode (wrong type, missing key, out of range).
+
+    Not retriable: the node stays broken until someone rewrites it. ``path`` names it, so the
+    one log line and the one error of the request that met it say which node to fix.
+    """
+
+    retriable = False
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"znode {path} is malformed: {problem}")
+        self.path = path
 
 
 class BrokerConnectionError(PafkaError):
@@ -323,6 +338,13 @@ class FencedInstanceIdError(KafkaApiError):
     """Another member with the same group.instance.id has taken this one's place."""
 
     code = 82
+    http_status = 409
+
+
+class GroupSubscribedToTopicError(KafkaApiError):
+    """The group's members still consume the topic, so its offsets cannot be deleted."""
+
+    code = 86
     http_status = 409
 
 

@@ -120,6 +120,18 @@ class GroupMetadata:
             raise ValueError(f"no member of {self.group_id!r} has a protocol to vote for")
         return min(votes, key=lambda name: (-votes[name], name))
 
+    def static_rejoin_keeps_generation(self) -> bool:
+        """Whether a static member that came back (KIP-345) simply takes its old place: yes
+        while the group is Stable and the protocol the group would now select is unchanged,
+        whoever the member is (the leader too); its metadata may differ (what it reports
+        owning is new), the assignment it gets back is its old one."""
+        if self.state is not GroupState.STABLE or self.protocol is None:
+            return False
+        try:
+            return self.select_protocol() == self.protocol
+        except ValueError:
+            return False
+
     def all_joined(self) -> bool:
         return not self.pending_members and all(m.awaiting_join for m in self.members.values())
 

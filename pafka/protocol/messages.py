@@ -8,6 +8,16 @@ a request body object and build a response with :func:`response_class`, nothing 
 A request frame is ``api_key int16 | api_version int16 | correlation_id int32 | client_id`` then
 the body; the first three fields are peeked with one struct so that even an undecodable request
 can be answered (ApiVersions) or logged with its correlation id.
+
+Old versions: kafka-python's specs come from Kafka 4, which declares the versions it removed
+(KIP-896) invalid, yet keeps their fields (ListOffsets v0's ``max_num_offsets`` and
+``old_style_offsets``, OffsetCommit v1's ``commit_timestamp``, DescribeConfigs v0's
+``is_default``, ...), and kafka-python reads and writes every version from 0. So the same
+classes serve the versions Kafka 2.8 still served, with the same attribute names for handlers;
+:data:`BELOW_SPEC_VERSIONS` lists them, and the unit tests check each, field by field and byte
+for byte, against kafka-python's hand-written classes of those versions
+(``kafka/protocol/old``), so a kafka-python release that drops the fields fails there, not in
+production.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from kafka.protocol.consumer import (
     LeaveGroupRequest,
     ListOffsetsRequest,
     OffsetCommitRequest,
+    OffsetDeleteRequest,
     OffsetFetchRequest,
     OffsetForLeaderEpochRequest,
     SyncGroupRequest,
@@ -55,6 +66,19 @@ EncodedResponse = bytearray | list[Buffer | FileRegion]
 _FAST_DECODERS: dict[ApiKey, Callable[[memoryview, int], tuple[str | None, Any]]] = {
     ApiKey.PRODUCE: decode_produce_request,
     ApiKey.FETCH: decode_fetch_request,
+}
+
+# Kafka 2.8's versions below what the generated specs declare valid, by API key (an int: some
+# of these APIs may not be served yet). Produce and Fetch are decoded by hand, so not listed.
+BELOW_SPEC_VERSIONS: dict[int, range] = {
+    ApiKey.LIST_OFFSETS: range(0, 1),
+    ApiKey.OFFSET_COMMIT: range(0, 2),
+    ApiKey.OFFSET_FETCH: range(0, 1),
+    ApiKey.CREATE_TOPICS: range(0, 2),
+    ApiKey.DELETE_TOPICS: range(0, 1),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: range(0, 2),
+    ApiKey.DESCRIBE_CONFIGS: range(0, 1),
+    35: range(0, 1),  # DescribeLogDirs
 }
 
 _REQUESTS: dict[ApiKey, Any] = {
@@ -79,9 +103,11 @@ _REQUESTS: dict[ApiKey, Any] = {
     ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
     ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
     ApiKey.DELETE_GROUPS: DeleteGroupsRequest,
+    ApiKey.OFFSET_DELETE: OffsetDeleteRequest,
 }
 
 __all__ = [
+    "BELOW_SPEC_VERSIONS",
     "ApiKey",
     "EncodedResponse",
     "Request",

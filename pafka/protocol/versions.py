@@ -34,6 +34,7 @@ class ApiKey(IntEnum):
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
 
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
@@ -41,8 +42,8 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (0, 12),
-    ApiKey.OFFSET_COMMIT: (2, 8),
-    ApiKey.OFFSET_FETCH: (1, 7),
+    ApiKey.OFFSET_COMMIT: (0, 8),
+    ApiKey.OFFSET_FETCH: (0, 7),
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.JOIN_GROUP: (0, 7),
     ApiKey.HEARTBEAT: (0, 4),
@@ -58,6 +59,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
 }
 
 

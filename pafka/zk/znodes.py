@@ -8,12 +8,14 @@ Kafka 2.x, so older and newer processes can read each other's nodes.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from pafka.errors import CoordinationError
+from pafka.errors import CoordinationError, CorruptZNodeError
+from pafka.zk import payload_fields as fields
 
 CLUSTER_ID = "/cluster/id"
 BROKER_IDS = "/brokers/ids"
@@ -358,12 +360,22 @@ class ReassignmentZNode:
 
 
 class ConsumerGroupZNodes:
-    """``/consumers/{group}/...``: the seeds' consumer-group registry.
+    """``/consumers/{group}/...``: the seeds' consumer-group registry, shared with
+    ZooKeeper-coordinated clients (Kafka 0.8's high-level consumer, pykafka's BalancedConsumer).
 
-    Members connect to a coordinator broker, not to ZooKeeper, so the member and owner nodes
-    are persistent and kept by the group's coordinator (it deletes them when a member leaves or
-    its session times out). A coordinator that takes a group over from a dead one therefore
-    still sees who owned what and waits for those members before it hands their partitions on.
+    Members of a pafka group connect to a coordinator broker, not to ZooKeeper, so their member
+    and owner nodes are persistent and kept by the group's coordinator (it deletes them when a
+    member leaves or its session times out). A coordinator that takes a group over from a dead
+    one therefore still sees who owned what and waits for those members before it hands their
+    partitions on. ZooKeeper-coordinated clients write their own ephemeral ``ids/`` and
+    ``owners/`` nodes (:class:`ZkConsumerRegistration`); the broker reads those and never writes
+    them.
+
+    ``offsets/{topic}/{p}`` holds the bare decimal offset, as Kafka 0.8 and the tools reading
+    it (Burrow's ``kafka_zk``, ConsumerOffsetChecker) expect. What else a commit carries lives
+    in the sibling tree ``offset_commits/{topic}/{p}`` (:class:`OffsetCommitZNode`): a sibling,
+    not a child, because old tools list ``offsets/{topic}`` expecting partition numbers only
+    and delete offset nodes without recursion.
     """
 
     @staticmethod
@@ -406,13 +418,28 @@ class ConsumerGroupZNodes:
     def offset_path(group: str, topic: str, partition: int) -> str:
         return f"{CONSUMERS}/{group}/offsets/{topic}/{partition}"
 
+    @staticmethod
+    def commits_path(group: str) -> str:
+        return f"{CONSUMERS}/{group}/offset_commits"
+
+    @staticmethod
+    def commits_topic_path(group: str, topic: str) -> str:
+        return f"{CONSUMERS}/{group}/offset_commits/{topic}"
+
+    @staticmethod
+    def commit_path(group: str, topic: str, partition: int) -> str:
+        return f"{CONSUMERS}/{group}/offset_commits/{topic}/{partition}"
+
 
 Z = ConsumerGroupZNodes
 
 
 @dataclass(frozen=True)
 class GroupZNode:
-    """``/consumers/{group}``: the generation, kept here so it only grows across coordinators."""
+    """``/consumers/{group}``: the generation, kept here so it only grows across coordinators.
+
+    ZooKeeper-coordinated clients create it empty; empty reads as a group with no history.
+    """
 
     protocol_type: str | None = None
     generation: int = 0
@@ -432,14 +459,15 @@ class GroupZNode:
 
     @classmethod
     def decode(cls, group: str, data: bytes) -> GroupZNode:
-        if not data:  # created as a bare parent by an older writer
+        if not data:
             return cls()
-        p = _load(data, Z.group_path(group))
+        path = Z.group_path(group)
+        p = fields.json_object(data, path)
         return cls(
-            protocol_type=p.get("protocol_type"),
-            generation=int(p.get("generation", 0)),
-            protocol=p.get("protocol"),
-            leader=p.get("leader"),
+            protocol_type=fields.optional_string(p, "protocol_type", path),
+            generation=fields.integer(p, "generation", path, high=fields.INT32_MAX, default=0),
+            protocol=fields.optional_string(p, "protocol", path),
+            leader=fields.optional_string(p, "leader", path),
         )
 
 
@@ -468,17 +496,18 @@ class GroupCoordinatorZNode:
 
     @classmethod
     def decode(cls, group: str, data: bytes) -> GroupCoordinatorZNode:
-        p = _load(data, Z.coordinator_path(group))
+        path = Z.coordinator_path(group)
+        p = fields.json_object(data, path)
         return cls(
-            broker_id=int(p["broker"]),
-            epoch=int(p["epoch"]),
-            timestamp_ms=int(p.get("timestamp", 0)),
+            broker_id=fields.integer(p, "broker", path, low=-1, high=fields.INT32_MAX),
+            epoch=fields.integer(p, "epoch", path, high=fields.INT32_MAX),
+            timestamp_ms=fields.integer(p, "timestamp", path, default=0),
         )
 
 
 @dataclass(frozen=True)
 class GroupMemberZNode:
-    """``/consumers/{group}/ids/{member}``: a member's registration and subscribed topics."""
+    """``/consumers/{group}/ids/{member}``: a pafka member's registration and its topics."""
 
     client_id: str
     client_host: str
@@ -504,37 +533,141 @@ class GroupMemberZNode:
 
     @classmethod
     def decode(cls, group: str, member: str, data: bytes) -> GroupMemberZNode:
-        p = _load(data, Z.member_path(group, member))
+        decoded = decode_registration(group, member, data)
+        if not isinstance(decoded, GroupMemberZNode):
+            raise CorruptZNodeError(Z.member_path(group, member), "not a pafka member")
+        return decoded
+
+    @classmethod
+    def _from_payload(cls, p: dict[str, Any], path: str) -> GroupMemberZNode:
         return cls(
-            client_id=str(p.get("client_id", "")),
-            client_host=str(p.get("client_host", "")),
-            subscription=tuple(str(t) for t in p.get("subscription", [])),
-            session_timeout_ms=int(p["session_timeout_ms"]),
-            rebalance_timeout_ms=int(p["rebalance_timeout_ms"]),
-            group_instance_id=p.get("group_instance_id"),
-            timestamp_ms=int(p.get("timestamp", 0)),
+            client_id=fields.string(p, "client_id", path, default=""),
+            client_host=fields.string(p, "client_host", path, default=""),
+            subscription=fields.string_list(p, "subscription", path),
+            session_timeout_ms=fields.integer(
+                p, "session_timeout_ms", path, low=1, high=fields.INT32_MAX
+            ),
+            rebalance_timeout_ms=fields.integer(
+                p, "rebalance_timeout_ms", path, low=1, high=fields.INT32_MAX
+            ),
+            group_instance_id=fields.optional_string(p, "group_instance_id", path),
+            timestamp_ms=fields.integer(p, "timestamp", path, default=0),
         )
 
 
 @dataclass(frozen=True)
+class ZkConsumerRegistration:
+    """``/consumers/{group}/ids/{consumer}`` as a ZooKeeper-coordinated client writes it.
+
+    Kafka 0.8 (and pykafka's BalancedConsumer): ephemeral, JSON
+    ``{"version":1,"subscription":{topic: streams},"pattern":"static","timestamp":"..."}``;
+    for a ``white_list``/``black_list`` pattern the subscription's keys are regexes. Kafka 0.7
+    (the seeds' jafka) wrote the topics as ``t1,t2``. Such a group rebalances among its
+    members through ZooKeeper; the broker only reads this node.
+    """
+
+    consumer_id: str
+    subscription: tuple[str, ...]
+    pattern: str = "static"
+    timestamp_ms: int = 0
+
+    def encode(self) -> bytes:
+        """As Kafka 0.8 writes it (used by tests acting as such a consumer)."""
+        return _dump(
+            {
+                "version": 1,
+                "subscription": dict.fromkeys(self.subscription, 1),
+                "pattern": self.pattern,
+                "timestamp": str(self.timestamp_ms),
+            }
+        )
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The topics named outright (a white/black list's regexes are not topics)."""
+        return self.subscription if self.pattern == "static" else ()
+
+    @classmethod
+    def _from_payload(cls, consumer: str, p: dict[str, Any], path: str) -> ZkConsumerRegistration:
+        subscription = p.get("subscription")
+        if not isinstance(subscription, dict) or not subscription:
+            raise CorruptZNodeError(path, "'subscription' is not a non-empty object")
+        for topic, streams in subscription.items():
+            if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+                raise CorruptZNodeError(path, f"{topic!r} has {streams!r} streams")
+        pattern = fields.string(p, "pattern", path)
+        if pattern not in ("static", "white_list", "black_list"):
+            raise CorruptZNodeError(path, f"unknown pattern {pattern!r}")
+        return cls(
+            consumer_id=consumer,
+            subscription=tuple(sorted(subscription)),
+            pattern=pattern,
+            timestamp_ms=fields.integer(p, "timestamp", path, default=0),
+        )
+
+
+def decode_registration(
+    group: str, member: str, data: bytes
+) -> GroupMemberZNode | ZkConsumerRegistration:
+    """Whichever kind of member wrote ``ids/{member}``: a pafka member has session timeouts,
+    a ZooKeeper-coordinated consumer a pattern (or, from Kafka 0.7, a bare topic list)."""
+    path = Z.member_path(group, member)
+    raw = fields.text(data, path).strip()
+    if not raw.startswith("{"):
+        topics = tuple(t.strip() for t in raw.split(","))
+        if not raw or not all(_TOPIC_NAME.fullmatch(t) for t in topics):
+            raise CorruptZNodeError(path, "neither JSON nor a comma-separated topic list")
+        return ZkConsumerRegistration(member, tuple(sorted(set(topics))))
+    p = fields.json_object(data, path)
+    if "pattern" in p or isinstance(p.get("subscription"), dict):
+        return ZkConsumerRegistration._from_payload(member, p, path)
+    return GroupMemberZNode._from_payload(p, path)
+
+
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+@dataclass(frozen=True)
 class PartitionOwnerZNode:
-    """``/consumers/{group}/owners/{topic}/{p}``: the one member that may consume a partition."""
+    """``/consumers/{group}/owners/{topic}/{p}``: the one member that may consume a partition.
+
+    pafka's coordinator writes JSON naming the member and generation; a ZooKeeper-coordinated
+    client writes its consumer-thread id as plain text (``{consumer id}-{thread}``), read as
+    ``zk_consumer`` and never rewritten by the broker.
+    """
 
     member_id: str
     generation: int
+    zk_consumer: bool = False
 
     def encode(self) -> bytes:
+        if self.zk_consumer:
+            return self.member_id.encode()
         return _dump({"version": 1, "member_id": self.member_id, "generation": self.generation})
 
     @classmethod
     def decode(cls, path: str, data: bytes) -> PartitionOwnerZNode:
-        p = _load(data, path)
-        return cls(member_id=str(p["member_id"]), generation=int(p.get("generation", -1)))
+        raw = fields.text(data, path).strip()
+        if raw.startswith("{"):
+            p = fields.json_object(data, path)
+            return cls(
+                member_id=fields.string(p, "member_id", path),
+                generation=fields.integer(p, "generation", path, low=-1, default=-1),
+            )
+        if not raw or len(raw) > fields.MAX_TEXT_CHARS or not raw.isprintable():
+            raise CorruptZNodeError(path, "neither JSON nor a consumer-thread id")
+        return cls(member_id=raw, generation=-1, zk_consumer=True)
 
 
 @dataclass(frozen=True)
 class CommittedOffsetZNode:
-    """``/consumers/{group}/offsets/{topic}/{p}``: the group's committed position."""
+    """A committed position: ``offsets/{topic}/{p}`` (the bare decimal offset) together with
+    ``offset_commits/{topic}/{p}`` (what else the commit carried, pafka's own).
+
+    The commit node repeats the offset, so one left behind when a ZooKeeper-era client or
+    tool rewrote the offset node alone is recognised as stale and ignored. Offset nodes holding
+    JSON (pafka before the bare format) are read too; the next commit rewrites them bare.
+    """
 
     offset: int
     leader_epoch: int = -1
@@ -542,6 +675,9 @@ class CommittedOffsetZNode:
     commit_timestamp_ms: int = field(default_factory=now_ms)
 
     def encode(self) -> bytes:
+        return str(self.offset).encode()
+
+    def encode_commit(self) -> bytes:
         return _dump(
             {
                 "version": 1,
@@ -553,16 +689,33 @@ class CommittedOffsetZNode:
         )
 
     @classmethod
-    def decode(cls, path: str, data: bytes) -> CommittedOffsetZNode:
-        text = data.decode(errors="replace").strip()
-        if text.lstrip("-").isdigit():  # the seeds' format: the bare offset
-            return cls(offset=int(text), commit_timestamp_ms=0)
-        p = _load(data, path)
+    def decode(
+        cls, path: str, data: bytes, commit_path: str = "", commit: bytes | None = None
+    ) -> CommittedOffsetZNode:
+        """The offset node's ``data`` and, when it exists, its commit node's ``commit``."""
+        raw = fields.text(data, path).strip()
+        if raw.startswith("{"):
+            found = cls._from_payload(fields.json_object(data, path), path)
+        elif fields.is_decimal(raw):
+            found = cls(offset=int(raw), commit_timestamp_ms=0)
+        else:
+            raise CorruptZNodeError(path, f"{raw[:40]!r} is not a decimal offset")
+        if found.offset < 0:
+            raise CorruptZNodeError(path, f"offset {found.offset} is negative")
+        if commit is None:
+            return found
+        details = cls._from_payload(fields.json_object(commit, commit_path), commit_path)
+        return details if details.offset == found.offset else found
+
+    @classmethod
+    def _from_payload(cls, p: dict[str, Any], path: str) -> CommittedOffsetZNode:
         return cls(
-            offset=int(p["offset"]),
-            leader_epoch=int(p.get("leader_epoch", -1)),
-            metadata=str(p.get("metadata") or ""),
-            commit_timestamp_ms=int(p.get("commit_timestamp", 0)),
+            offset=fields.integer(p, "offset", path),
+            leader_epoch=fields.integer(
+                p, "leader_epoch", path, low=-1, high=fields.INT32_MAX, default=-1
+            ),
+            metadata=fields.string(p, "metadata", path, default=""),
+            commit_timestamp_ms=fields.integer(p, "commit_timestamp", path, default=0),
         )
 
 

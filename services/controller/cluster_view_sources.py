@@ -27,9 +27,10 @@ from kazoo.exceptions import NoNodeError
 
 from pafka.client.cluster import ClusterClient
 from pafka.client.connection import BrokerConnection
-from pafka.errors import CoordinationError, PafkaError
+from pafka.errors import CorruptZNodeError, PafkaError
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
+from pafka.zk.payload_fields import is_decimal
 from pafka.zk.znodes import CONSUMERS, CommittedOffsetZNode, Z
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def read_groups(zk: KazooClient) -> tuple[GroupOffsets, ...]:
         (g, t, int(p)): zk.get_async(Z.offset_path(g, t, int(p)))
         for (g, t), pending in partitions.items()
         for p in _result(pending, [])
-        if p.isdigit()
+        if is_decimal(p) and int(p) >= 0
     }
     committed: dict[str, dict[TopicPartition, int]] = {g: {} for g in groups}
     for (g, t, p), pending in payloads.items():
@@ -79,8 +80,9 @@ def read_groups(zk: KazooClient) -> tuple[GroupOffsets, ...]:
             continue
         path = Z.offset_path(g, t, p)
         try:
-            committed[g][(t, p)] = CommittedOffsetZNode.decode(path, bytes(found[0])).offset
-        except (CoordinationError, KeyError, ValueError) as exc:
+            # The offset alone: offset_commits/ holds nothing the cluster view shows.
+            committed[g][(t, p)] = CommittedOffsetZNode.decode(path, bytes(found[0] or b"")).offset
+        except CorruptZNodeError as exc:
             # One unreadable node must not hide every other group's offsets.
             log.warning("cluster view: skipping %s: %s", path, exc)
     # Read-only views: a snapshot is shared with scrapes and never changed after it is made.

@@ -18,6 +18,7 @@ from pafka.groups.membership import (
     grant_ownership,
 )
 from pafka.groups.placement import designated_coordinator
+from pafka.groups.state import GroupState
 
 
 def member(
@@ -414,3 +415,30 @@ def test_groups_spread_roughly_evenly(brokers: list[int]) -> None:
     fair = len(names) / len(brokers)
     assert set(counts) == set(brokers)
     assert all(0.75 * fair <= n <= 1.25 * fair for n in counts.values()), counts
+
+
+# -- static members coming back (KIP-345) ---------------------------------------------------------
+
+
+def _stable(*members: Member, protocol: str = "range", leader: str = "a") -> GroupMetadata:
+    meta = GroupMetadata("g", state=GroupState.STABLE, protocol=protocol, leader=leader)
+    meta.members = {m.member_id: m for m in members}
+    return meta
+
+
+def test_returning_static_member_keeps_the_generation_leader_or_not() -> None:
+    # The leader "a" came back under a new id with new metadata: no rebalance either way.
+    meta = _stable(member("a2", "range"), member("b", "range"), leader="a2")
+    assert meta.static_rejoin_keeps_generation()
+    assert _stable(member("a", "range"), member("b2", "range")).static_rejoin_keeps_generation()
+
+
+def test_returning_static_member_that_changes_the_protocol_rebalances() -> None:
+    meta = _stable(member("a2", "roundrobin"), member("b", "range", "roundrobin"))
+    assert not meta.static_rejoin_keeps_generation()
+
+
+def test_static_member_returning_to_a_rebalancing_group_rebalances() -> None:
+    meta = _stable(member("a", "range"))
+    meta.state = GroupState.PREPARING_REBALANCE
+    assert not meta.static_rejoin_keeps_generation()

@@ -20,6 +20,7 @@ from typing import TypeVar
 from pafka.errors import (
     CoordinationError,
     CoordinatorNotAvailableError,
+    CorruptZNodeError,
     GroupIdNotFoundError,
     KafkaApiError,
     NonEmptyGroupError,
@@ -29,6 +30,7 @@ from pafka.errors import (
 from pafka.groups.membership import GroupMetadata, Member
 from pafka.groups.placement import designated_coordinator
 from pafka.groups.state import GroupState
+from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo
 from pafka.zk.znodes import now_ms as wall_ms
@@ -143,6 +145,11 @@ class GroupCoordinator:
             self._loading[group] = loading
             try:
                 loading.set_result(await self._claim(group, create))
+            except CorruptZNodeError as exc:
+                # Once per request that met it; the group stays unusable until the node is
+                # fixed, every other group is unaffected.
+                log.warning("group %r cannot be used: %s", group, exc)
+                loading.set_exception(exc)
             except BaseException as exc:
                 loading.set_exception(exc)
             finally:
@@ -219,6 +226,7 @@ class GroupCoordinator:
             )
         rt = GroupRuntime(meta=meta, claim=claim, offsets=dict(snapshot.offsets))
         rt.registered = set(snapshot.members)
+        rt.commit_nodes = set(snapshot.commit_nodes)
         return rt
 
     async def _adopt_orphans(self) -> None:
@@ -229,8 +237,9 @@ class GroupCoordinator:
         except PafkaError as exc:
             log.warning("cannot list groups to adopt: %s", exc)
             return
-        for group, (holder, _node) in groups.items():
-            if group in self.groups or holder not in (None, self.broker_id):
+        for group, listed in groups.items():
+            holder = listed.holder
+            if listed.error or group in self.groups or holder not in (None, self.broker_id):
                 continue
             if holder is None and designated_coordinator(group, self.live) != self.broker_id:
                 continue
@@ -238,6 +247,14 @@ class GroupCoordinator:
                 continue
             with contextlib.suppress(PafkaError):
                 await self.group(group, create=False)
+
+    async def zk_consumers(self, group: str) -> ZkConsumers:
+        """The group's ZooKeeper-coordinated consumers now (read afresh: they are ephemeral)."""
+        try:
+            return await self.zk.run(store.zk_consumers, self.zk.kazoo, group)
+        except CorruptZNodeError as exc:
+            log.warning("group %r cannot be used: %s", group, exc)
+            raise
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -307,7 +324,11 @@ class GroupCoordinator:
         yet (they are loaded, as Kafka loads every group of its partitions)."""
         groups = await self.zk.run(store.list_groups, self.zk.kazoo)
         found = []
-        for group, (holder, _node) in sorted(groups.items()):
+        for group, listed in sorted(groups.items()):
+            holder = listed.holder
+            if listed.error is not None:
+                log.warning("ListGroups leaves group %r out: %s", group, listed.error)
+                continue
             mine = holder == self.broker_id or (
                 holder is None and designated_coordinator(group, self.live) == self.broker_id
             )
@@ -325,6 +346,12 @@ class GroupCoordinator:
         async with rt.lock:
             if rt.meta.members:
                 raise NonEmptyGroupError(f"group {group!r} has {len(rt.meta.members)} member(s)")
+            consumers = await self.zk_consumers(group)
+            if consumers:
+                raise NonEmptyGroupError(
+                    f"group {group!r} has {len(consumers.members)} ZooKeeper-coordinated "
+                    "consumer(s) registered"
+                )
             try:
                 await self.zk.run(store.delete_group, self.zk.kazoo, rt.claim)
             finally:

@@ -4,16 +4,23 @@ A member's commit is accepted only for its group's current generation and only f
 it owns, so a member that was fenced out by a rebalance cannot move a position that now belongs
 to someone else. A commit with no member (generation -1) is what standalone consumers and admin
 tools send; it is accepted only while the group has no members.
+
+A group without Kafka-protocol members may have its offsets moved behind the coordinator's
+back (ZooKeeper-coordinated consumers commit straight to ZooKeeper, and so does OffsetCommit
+v0 on any broker), so its offsets are read afresh from ZooKeeper before each fetch and commit.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from pafka.errors import (
+    CorruptZNodeError,
     IllegalGenerationError,
     KafkaApiError,
     OffsetMetadataTooLargeError,
+    OffsetOutOfRangeError,
     RebalanceInProgressError,
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
@@ -21,11 +28,14 @@ from pafka.errors import (
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.groups.state import GroupState
 from pafka.zk.znodes import CommittedOffsetZNode
+from services.broker.groups import store
 from services.broker.groups.admission import check_generation, check_member
 from services.broker.groups.coordinator import GroupCoordinator
 from services.broker.groups.runtime import GroupRuntime, now_ms
 
 NO_GENERATION = -1
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,8 @@ class OffsetToCommit:
     offset: int
     leader_epoch: int
     metadata: str | None
+    # OffsetCommit v1 carries the commit's time; -1 (and later versions): the broker's clock.
+    commit_timestamp_ms: int = -1
 
 
 class GroupOffsets:
@@ -59,6 +71,8 @@ class GroupOffsets:
             raise IllegalGenerationError(f"group {group_id!r} has no generation {generation}")
         async with rt.lock:
             owner = self._committer(rt, generation, member_id, instance_id)
+            if not rt.meta.members:
+                await self._refresh(rt)
             results: dict[TopicPartition, KafkaApiError | None] = {}
             write = rt.write()
             accepted: dict[TopicPartition, CommittedOffsetZNode] = {}
@@ -68,8 +82,8 @@ class GroupOffsets:
                 except KafkaApiError as exc:
                     results[tp] = exc
                     continue
-                node = CommittedOffsetZNode(entry.offset, entry.leader_epoch, entry.metadata or "")
-                write.put_offset(tp, node, tp in rt.offsets)
+                node = self._node(entry)
+                write.put_offset(tp, node, tp in rt.offsets, tp in rt.commit_nodes)
                 accepted[tp] = node
                 results[tp] = None
             await self.coordinator.apply(rt, write)
@@ -95,22 +109,74 @@ class GroupOffsets:
         return member_id
 
     def _check_partition(
-        self, rt: GroupRuntime, tp: TopicPartition, entry: OffsetToCommit, owner: str | None
+        self, rt: GroupRuntime | None, tp: TopicPartition, entry: OffsetToCommit, owner: str | None
     ) -> None:
         limit = self.coordinator.config.offset_metadata_max_bytes
+        if entry.offset < 0:
+            # No log has a negative offset, and the seeds' offset node holds a plain count.
+            raise OffsetOutOfRangeError(f"offset {entry.offset} of {tp[0]}-{tp[1]} is negative")
         if self.coordinator.metadata.partition(*tp) is None:
             raise UnknownTopicOrPartitionError(f"{tp[0]}-{tp[1]} does not exist")
         if entry.metadata is not None and len(entry.metadata.encode()) > limit:
             raise OffsetMetadataTooLargeError(f"offset metadata is over {limit} bytes")
-        if owner is not None and rt.meta.owners.get(tp) != owner:
+        if owner is not None and rt is not None and rt.meta.owners.get(tp) != owner:
             raise IllegalGenerationError(f"{owner} does not own {tp[0]}-{tp[1]}")
+
+    @staticmethod
+    def _node(entry: OffsetToCommit) -> CommittedOffsetZNode:
+        if entry.commit_timestamp_ms >= 0:
+            return CommittedOffsetZNode(
+                entry.offset, entry.leader_epoch, entry.metadata or "", entry.commit_timestamp_ms
+            )
+        return CommittedOffsetZNode(entry.offset, entry.leader_epoch, entry.metadata or "")
+
+    async def _refresh(self, rt: GroupRuntime) -> None:
+        zk = self.coordinator.zk
+        try:
+            rt.offsets, rt.commit_nodes = await zk.run(store.read_offsets, zk.kazoo, rt.group_id)
+        except CorruptZNodeError as exc:
+            log.warning("group %r cannot be used: %s", rt.group_id, exc)
+            raise
 
     async def fetch(
         self, group_id: str, partitions: list[TopicPartition] | None
     ) -> dict[TopicPartition, CommittedOffsetZNode | None]:
         """Committed offsets of ``partitions`` (None: every committed partition)."""
         rt = await self.coordinator.group(group_id, create=False)
+        if rt is not None and not rt.meta.members:
+            async with rt.lock:
+                await self._refresh(rt)
         committed = dict(rt.offsets) if rt is not None else {}
         if partitions is None:
             return dict(sorted(committed.items()))
         return {tp: committed.get(tp) for tp in partitions}
+
+    # -- version 0: ZooKeeper straight, on any broker (Kafka 0.8.1) ---------------------------
+
+    async def commit_v0(
+        self, group_id: str, offsets: dict[TopicPartition, OffsetToCommit]
+    ) -> dict[TopicPartition, KafkaApiError | None]:
+        results: dict[TopicPartition, KafkaApiError | None] = {}
+        accepted: dict[TopicPartition, CommittedOffsetZNode] = {}
+        for tp, entry in sorted(offsets.items()):
+            try:
+                self._check_partition(None, tp, entry, None)
+            except KafkaApiError as exc:
+                results[tp] = exc
+                continue
+            accepted[tp] = self._node(entry)
+            results[tp] = None
+        zk = self.coordinator.zk
+        await zk.run(store.write_offsets_unfenced, zk.kazoo, group_id, accepted)
+        held = self.coordinator.groups.get(group_id)
+        if held is not None:
+            held.offsets.update(accepted)
+            held.commit_nodes |= set(accepted)
+        return results
+
+    async def fetch_v0(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, CommittedOffsetZNode | None]:
+        zk = self.coordinator.zk
+        found, _ = await zk.run(store.read_offsets, zk.kazoo, group_id, partitions)
+        return {tp: found.get(tp) for tp in partitions}

@@ -32,6 +32,7 @@ from pafka.groups.consumer_protocol import (
 )
 from pafka.groups.membership import Member, grant_ownership
 from pafka.groups.state import GroupState
+from pafka.groups.zk_coordinated import refuse_join
 from pafka.zk.znodes import PartitionOwnerZNode
 from services.broker.groups.admission import JoinRequest, admit, check_generation, check_member
 from services.broker.groups.coordinator import GroupCoordinator
@@ -73,38 +74,41 @@ class GroupProtocol:
             meta = rt.meta
             if meta.state is S.DEAD:
                 raise UnknownMemberIdError(f"group {req.group_id!r} is being unloaded")
+            if not meta.members:
+                # Only a first member could meet them: ZooKeeper-coordinated clients never
+                # join a group that has Kafka-protocol members.
+                consumers = await self.coordinator.zk_consumers(req.group_id)
+                if consumers:
+                    raise refuse_join(req.group_id, consumers)
             if not meta.supports(req.protocol_type, (name for name, _ in req.protocols)):
                 raise InconsistentGroupProtocolError(
                     f"no protocol in common with the members of {req.group_id!r}"
                 )
             write = rt.write()
+            leader = meta.leader
             member, replaced = admit(rt, req, write, self.config.max_size)
-            unchanged = replaced is not None and replaced.protocols == req.protocols
             member.protocols = req.protocols
             member.subscription = frozenset(subscription.topics)
             member.reported_owned = subscription.owned_partitions
             member.session_timeout_ms = req.session_timeout_ms
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
             member.last_heard_ms = now_ms()
-            if unchanged and meta.state is S.STABLE and meta.leader != member.member_id:
-                # A static member came back as it was: it takes its old place and assignment
-                # without a rebalance (KIP-345), which is what static membership is for.
+            if replaced is not None and meta.static_rejoin_keeps_generation():
+                # A static member came back: it takes its old place and assignment without a
+                # rebalance (KIP-345), which is what static membership is for. A returning
+                # leader is told the old leader id, as Kafka does, so it does not assign
+                # again: a Stable group would not pass a new assignment on.
                 await self.coordinator.apply(rt, write)
-                return self._current(rt, member)
+                assert leader is not None
+                return JoinResult(
+                    meta.generation, meta.protocol_type, meta.protocol, leader, member.member_id
+                )
             rt.release(meta.released_on_join(member), write)
             await self.coordinator.apply(rt, write)
             if meta.state is not S.PREPARING_REBALANCE:
                 self.prepare_rebalance(rt, f"member {member.member_id} joined")
             waiter = rt.park_join(member)
         return await waiter
-
-    @staticmethod
-    def _current(rt: GroupRuntime, member: Member) -> JoinResult:
-        meta = rt.meta
-        assert meta.leader is not None
-        return JoinResult(
-            meta.generation, meta.protocol_type, meta.protocol, meta.leader, member.member_id
-        )
 
     # -- the rebalance -----------------------------------------------------------------------
 

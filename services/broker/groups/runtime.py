@@ -41,6 +41,8 @@ class GroupRuntime:
     offsets: dict[TopicPartition, CommittedOffsetZNode] = field(default_factory=dict)
     # Members whose ids/ znode exists.
     registered: set[str] = field(default_factory=set)
+    # Partitions whose offset_commits/ znode exists.
+    commit_nodes: set[TopicPartition] = field(default_factory=set)
     # Per-topic parents known to exist under owners/ and offsets/.
     parents: set[str] = field(default_factory=set)
     join_waiters: dict[str, asyncio.Future[JoinResult]] = field(default_factory=dict)
@@ -138,6 +140,7 @@ class GroupRuntime:
         """Bring the mirror of which member znodes exist up to date once ``write`` applied."""
         self.registered -= write.members_deleted
         self.registered |= write.members_put
+        self.commit_nodes |= write.commits_put
 
 
 def _answer(future: asyncio.Future[Any] | None, result: object) -> None:

@@ -16,9 +16,11 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from pafka.errors import CoordinationError, NotCoordinatorError
+from pafka.errors import CoordinationError, CorruptZNodeError, NotCoordinatorError
 from pafka.groups.consumer_protocol import TopicPartition
+from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.zk.client import check_transaction
+from pafka.zk.payload_fields import INT32_MAX, is_decimal
 from pafka.zk.znodes import (
     BROKER_IDS,
     CONSUMERS,
@@ -29,6 +31,8 @@ from pafka.zk.znodes import (
     GroupMemberZNode,
     GroupZNode,
     PartitionOwnerZNode,
+    ZkConsumerRegistration,
+    decode_registration,
 )
 
 Z = ConsumerGroupZNodes
@@ -43,6 +47,9 @@ class GroupSnapshot:
     members: dict[str, GroupMemberZNode] = field(default_factory=dict)
     owners: dict[TopicPartition, str] = field(default_factory=dict)
     offsets: dict[TopicPartition, CommittedOffsetZNode] = field(default_factory=dict)
+    # Partitions whose offset_commits/ node exists (offsets migrated from JSON have none yet).
+    commit_nodes: set[TopicPartition] = field(default_factory=set)
+    zk_consumers: ZkConsumers = field(default_factory=lambda: ZkConsumers({}, {}))
 
 
 @dataclass(frozen=True)
@@ -61,9 +68,12 @@ def holder(zk: KazooClient, group: str) -> int | None:
     """The broker whose claim on ``group`` is live (it is registered), else None."""
     try:
         data, _ = zk.get(Z.coordinator_path(group))
+        broker = GroupCoordinatorZNode.decode(group, data or b"").broker_id
     except NoNodeError:
         return None
-    broker = GroupCoordinatorZNode.decode(group, data).broker_id
+    except CorruptZNodeError:
+        # FindCoordinator still answers; claiming the group reports the node to the client.
+        return None
     if broker == UNCLAIMED or zk.exists(BrokerInfo.path(broker)) is None:
         return None
     return broker
@@ -89,7 +99,7 @@ def claim(zk: KazooClient, group: str, broker_id: int) -> Claim:
             except NodeExistsError:
                 continue
             return Claim(group, 0, 1)
-        current = GroupCoordinatorZNode.decode(group, data)
+        current = GroupCoordinatorZNode.decode(group, data or b"")
         if (
             current.broker_id not in (broker_id, UNCLAIMED)
             and zk.exists(BrokerInfo.path(current.broker_id)) is not None
@@ -116,7 +126,7 @@ def _read_all(zk: KazooClient, paths: Iterable[str]) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
     for path, result in pending.items():
         try:
-            found[path] = bytes(result.get()[0])
+            found[path] = bytes(result.get()[0] or b"")  # a node created without data reads None
         except NoNodeError:
             continue  # deleted between listing and reading
     return found
@@ -126,28 +136,105 @@ def _partition_paths(zk: KazooClient, root: str) -> dict[TopicPartition, str]:
     paths: dict[TopicPartition, str] = {}
     for topic in _children(zk, root):
         for p in _children(zk, f"{root}/{topic}"):
-            if p.isdigit():
+            # Anything else under a topic is not a partition of ours; left alone, not fatal.
+            if is_decimal(p) and 0 <= int(p) <= INT32_MAX:
                 paths[(topic, int(p))] = f"{root}/{topic}/{p}"
     return paths
 
 
 def load(zk: KazooClient, group: str) -> GroupSnapshot:
+    """The whole group; CorruptZNodeError naming the first node that does not decode."""
     data, _ = zk.get(Z.group_path(group))
-    snapshot = GroupSnapshot(group=GroupZNode.decode(group, data))
+    snapshot = GroupSnapshot(group=GroupZNode.decode(group, data or b""))
     member_paths = {m: Z.member_path(group, m) for m in _children(zk, Z.ids_path(group))}
     owner_paths = _partition_paths(zk, Z.owners_path(group))
-    offset_paths = _partition_paths(zk, Z.offsets_path(group))
-    raw = _read_all(zk, [*member_paths.values(), *owner_paths.values(), *offset_paths.values()])
+    raw = _read_all(zk, [*member_paths.values(), *owner_paths.values()])
+    zk_members: dict[str, ZkConsumerRegistration] = {}
     for member, path in member_paths.items():
         if path in raw:
-            snapshot.members[member] = GroupMemberZNode.decode(group, member, raw[path])
+            found = decode_registration(group, member, raw[path])
+            if isinstance(found, ZkConsumerRegistration):
+                zk_members[member] = found
+            else:
+                snapshot.members[member] = found
+    zk_owners: dict[TopicPartition, str] = {}
     for tp, path in owner_paths.items():
         if path in raw:
-            snapshot.owners[tp] = PartitionOwnerZNode.decode(path, raw[path]).member_id
+            owner = PartitionOwnerZNode.decode(path, raw[path])
+            # A partition a ZooKeeper-coordinated client owns is not the coordinator's to
+            # release: keeping it out of the owners map keeps the broker's hands off it.
+            if owner.zk_consumer:
+                zk_owners[tp] = owner.member_id
+            else:
+                snapshot.owners[tp] = owner.member_id
+    snapshot.offsets, snapshot.commit_nodes = read_offsets(zk, group)
+    snapshot.zk_consumers = ZkConsumers(zk_members, zk_owners)
+    return snapshot
+
+
+def read_offsets(
+    zk: KazooClient, group: str, partitions: Iterable[TopicPartition] | None = None
+) -> tuple[dict[TopicPartition, CommittedOffsetZNode], set[TopicPartition]]:
+    """Committed offsets (of ``partitions``, or all) and which have an offset_commits/ node."""
+    if partitions is None:
+        offset_paths = _partition_paths(zk, Z.offsets_path(group))
+        commit_paths = _partition_paths(zk, Z.commits_path(group))
+    else:
+        wanted = sorted(set(partitions))
+        offset_paths = {tp: Z.offset_path(group, *tp) for tp in wanted}
+        commit_paths = {tp: Z.commit_path(group, *tp) for tp in wanted}
+    raw = _read_all(zk, [*offset_paths.values(), *commit_paths.values()])
+    offsets: dict[TopicPartition, CommittedOffsetZNode] = {}
     for tp, path in offset_paths.items():
         if path in raw:
-            snapshot.offsets[tp] = CommittedOffsetZNode.decode(path, raw[path])
-    return snapshot
+            commit_path = commit_paths.get(tp, "")
+            offsets[tp] = CommittedOffsetZNode.decode(
+                path, raw[path], commit_path, raw.get(commit_path)
+            )
+    return offsets, {tp for tp, path in commit_paths.items() if path in raw}
+
+
+def write_offsets_unfenced(
+    zk: KazooClient, group: str, offsets: dict[TopicPartition, CommittedOffsetZNode]
+) -> None:
+    """OffsetCommit v0 as Kafka 2.x serves it on any broker: straight into ZooKeeper, no
+    coordinator involved (Kafka 0.8.1 clients send it to whichever broker they like)."""
+    for tp, node in sorted(offsets.items()):
+        for path, data in (
+            (Z.offset_path(group, *tp), node.encode()),
+            (Z.commit_path(group, *tp), node.encode_commit()),
+        ):
+            try:
+                zk.set(path, data)
+            except NoNodeError:
+                try:
+                    zk.create(path, data, makepath=True)
+                except NodeExistsError:
+                    zk.set(path, data)
+
+
+def zk_consumers(zk: KazooClient, group: str) -> ZkConsumers:
+    """The group's ZooKeeper-coordinated clients as they are now (their nodes are ephemeral,
+    so a snapshot taken when the group was loaded goes stale)."""
+    member_paths = {m: Z.member_path(group, m) for m in _children(zk, Z.ids_path(group))}
+    raw = _read_all(zk, member_paths.values())
+    members: dict[str, ZkConsumerRegistration] = {}
+    for member, path in member_paths.items():
+        if path in raw:
+            found = decode_registration(group, member, raw[path])
+            if isinstance(found, ZkConsumerRegistration):
+                members[member] = found
+    if not members:
+        return ZkConsumers({}, {})
+    owner_paths = _partition_paths(zk, Z.owners_path(group))
+    raw = _read_all(zk, owner_paths.values())
+    owners: dict[TopicPartition, str] = {}
+    for tp, path in owner_paths.items():
+        if path in raw:
+            owner = PartitionOwnerZNode.decode(path, raw[path])
+            if owner.zk_consumer:
+                owners[tp] = owner.member_id
+    return ZkConsumers(members, owners)
 
 
 class GroupWrite:
@@ -162,6 +249,7 @@ class GroupWrite:
         self.parents: set[str] = set()
         self.members_put: set[str] = set()
         self.members_deleted: set[str] = set()
+        self.commits_put: set[TopicPartition] = set()
         self._ops: list[tuple[str, str, bytes]] = []
 
     def __bool__(self) -> bool:
@@ -188,9 +276,21 @@ class GroupWrite:
     def delete_owner(self, tp: TopicPartition) -> None:
         self._ops.append(("delete", Z.owner_path(self.claim.group, *tp), b""))
 
-    def put_offset(self, tp: TopicPartition, node: CommittedOffsetZNode, exists: bool) -> None:
-        self.parents.add(Z.offsets_topic_path(self.claim.group, tp[0]))
-        self._put(Z.offset_path(self.claim.group, *tp), node.encode(), exists)
+    def put_offset(
+        self, tp: TopicPartition, node: CommittedOffsetZNode, exists: bool, commit_exists: bool
+    ) -> None:
+        """The bare offset where ZooKeeper-era readers look, the rest of the commit beside it."""
+        group = self.claim.group
+        self.parents.add(Z.offsets_topic_path(group, tp[0]))
+        self.parents.add(Z.commits_topic_path(group, tp[0]))
+        self._put(Z.offset_path(group, *tp), node.encode(), exists)
+        self._put(Z.commit_path(group, *tp), node.encode_commit(), commit_exists)
+        self.commits_put.add(tp)
+
+    def delete_offset(self, tp: TopicPartition, commit_exists: bool) -> None:
+        self._ops.append(("delete", Z.offset_path(self.claim.group, *tp), b""))
+        if commit_exists:
+            self._ops.append(("delete", Z.commit_path(self.claim.group, *tp), b""))
 
     def commit(self, zk: KazooClient, known_parents: set[str]) -> None:
         """Apply; raises NotCoordinatorError if the claim is gone, CoordinationError else."""
@@ -244,16 +344,30 @@ def delete_group(zk: KazooClient, claim: Claim) -> None:
     check_transaction(results)
 
 
-def list_groups(zk: KazooClient) -> dict[str, tuple[int | None, GroupZNode]]:
-    """Every group in ZooKeeper: its live coordinator (or None) and its group node."""
+@dataclass(frozen=True)
+class ListedGroup:
+    """A group as ListGroups needs it: its live coordinator (or None) and its group node, or
+    the error that makes it unreadable (reported for that group alone)."""
+
+    holder: int | None
+    node: GroupZNode
+    error: CorruptZNodeError | None = None
+
+
+def list_groups(zk: KazooClient) -> dict[str, ListedGroup]:
+    """Every group in ZooKeeper; a group whose nodes do not decode carries its error."""
     groups = _children(zk, CONSUMERS)
     nodes = _read_all(zk, [Z.group_path(g) for g in groups])
     claims = _read_all(zk, [Z.coordinator_path(g) for g in groups])
-    brokers = {int(b) for b in _children(zk, BROKER_IDS)}
-    found: dict[str, tuple[int | None, GroupZNode]] = {}
+    brokers = {int(b) for b in _children(zk, BROKER_IDS) if b.isdigit()}
+    found: dict[str, ListedGroup] = {}
     for g in groups:
         raw_claim = claims.get(Z.coordinator_path(g))
-        broker = GroupCoordinatorZNode.decode(g, raw_claim).broker_id if raw_claim else None
-        node = GroupZNode.decode(g, nodes.get(Z.group_path(g), b""))
-        found[g] = (broker if broker in brokers else None, node)
+        try:
+            broker = GroupCoordinatorZNode.decode(g, raw_claim).broker_id if raw_claim else None
+            node = GroupZNode.decode(g, nodes.get(Z.group_path(g), b""))
+        except CorruptZNodeError as exc:
+            found[g] = ListedGroup(None, GroupZNode(), exc)
+            continue
+        found[g] = ListedGroup(broker if broker in brokers else None, node)
     return found

@@ -26,6 +26,7 @@ from services.broker.handlers.groups import (
     handle_sync_group,
 )
 from services.broker.handlers.metadata import handle_metadata
+from services.broker.handlers.offset_delete import handle_offset_delete
 from services.broker.handlers.offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from services.broker.handlers.produce import handle_produce
 from services.broker.handlers.producer_id import handle_init_producer_id
@@ -53,4 +54,5 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.LIST_GROUPS: handle_list_groups,
     ApiKey.DESCRIBE_GROUPS: handle_describe_groups,
     ApiKey.DELETE_GROUPS: handle_delete_groups,
+    ApiKey.OFFSET_DELETE: handle_offset_delete,
 }

@@ -1,4 +1,8 @@
-"""OffsetCommit and OffsetFetch: the group's committed positions, through its coordinator."""
+"""OffsetCommit and OffsetFetch: the group's committed positions, through its coordinator.
+
+Version 0 of both is Kafka 0.8.1's ZooKeeper-stored offset, served by any broker without a
+coordinator, as Kafka 2.x serves it; version 1 of OffsetCommit carries a commit time.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from services.broker.handlers.groups import error_code
 
 NO_OFFSET = -1
 NO_EPOCH = -1
+ZOOKEEPER_VERSION = 0
+TIMESTAMPED_VERSION = 1
 
 
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
@@ -27,17 +33,23 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 offset=int(p.committed_offset),
                 leader_epoch=int(getattr(p, "committed_leader_epoch", NO_EPOCH)),
                 metadata=p.committed_metadata,
+                commit_timestamp_ms=int(p.commit_timestamp)
+                if ctx.api_version == TIMESTAMPED_VERSION
+                else -1,
             )
     outcome: dict[TopicPartition, KafkaApiError | None] | PafkaError
     try:
         validate_group_id(request.group_id)
-        outcome = await ctx.broker.group_offsets.commit(
-            request.group_id,
-            int(request.generation_id_or_member_epoch),
-            request.member_id or "",
-            getattr(request, "group_instance_id", None),
-            wanted,
-        )
+        if ctx.api_version == ZOOKEEPER_VERSION:
+            outcome = await ctx.broker.group_offsets.commit_v0(request.group_id, wanted)
+        else:
+            outcome = await ctx.broker.group_offsets.commit(
+                request.group_id,
+                int(request.generation_id_or_member_epoch),
+                request.member_id or "",
+                getattr(request, "group_instance_id", None),
+                wanted,
+            )
     except PafkaError as exc:
         outcome = exc
     topics = []
@@ -62,7 +74,10 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         requested = [(t.name, p) for t in request.topics for p in t.partition_indexes]
     try:
         validate_group_id(request.group_id)
-        found = await ctx.broker.group_offsets.fetch(request.group_id, requested)
+        if ctx.api_version == ZOOKEEPER_VERSION:
+            found = await ctx.broker.group_offsets.fetch_v0(request.group_id, requested or [])
+        else:
+            found = await ctx.broker.group_offsets.fetch(request.group_id, requested)
     except PafkaError as exc:
         code = ctx.error(error_code(exc))
         # Before v2 there is no top-level error: report it on every partition.

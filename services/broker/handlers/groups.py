@@ -10,12 +10,16 @@ from pafka.cluster.names import validate_group_id
 from pafka.errors import (
     CoordinationError,
     CoordinatorNotAvailableError,
+    CorruptZNodeError,
     InvalidRequestError,
     KafkaApiError,
     MemberIdRequiredError,
     PafkaError,
+    UnknownServerError,
 )
+from pafka.groups import zk_coordinated
 from pafka.groups.state import GroupState
+from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.protocol.messages import response_class
 from services.broker.groups.admission import JoinRequest
 from services.broker.groups.runtime import GroupRuntime
@@ -25,7 +29,10 @@ GROUP_KEY_TYPE = 0
 
 
 def error_code(exc: PafkaError) -> int:
-    """Group APIs report ZooKeeper trouble as COORDINATOR_NOT_AVAILABLE: clients retry it."""
+    """Group APIs report ZooKeeper trouble as COORDINATOR_NOT_AVAILABLE: clients retry it. A
+    malformed group node will not heal by retrying: UNKNOWN_SERVER_ERROR, for that group only."""
+    if isinstance(exc, CorruptZNodeError):
+        return UnknownServerError.code
     if isinstance(exc, KafkaApiError):
         return exc.code
     if isinstance(exc, CoordinationError):
@@ -179,18 +186,25 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
 async def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     wanted = {s.lower() for s in (getattr(request, "states_filter", None) or [])}
+    coordinator = ctx.broker.groups
     try:
-        held = await ctx.broker.groups.list_groups()
+        held = await coordinator.list_groups()
     except PafkaError as exc:
         return cls(throttle_time_ms=0, error_code=ctx.error(error_code(exc)), groups=[])
+    listed: list[tuple[str, str, str]] = []
+    for rt in held:
+        protocol_type, state = rt.meta.protocol_type or "consumer", rt.meta.state.value
+        if not rt.meta.members:
+            try:
+                if await coordinator.zk_consumers(rt.group_id):
+                    protocol_type, state = zk_coordinated.PROTOCOL_TYPE, zk_coordinated.STATE
+            except PafkaError:
+                continue  # logged; one unreadable group leaves only itself out
+        listed.append((rt.group_id, protocol_type, state))
     groups = [
-        cls.ListedGroup(
-            group_id=rt.group_id,
-            protocol_type=rt.meta.protocol_type or "consumer",
-            group_state=rt.meta.state.value,
-        )
-        for rt in held
-        if not wanted or rt.meta.state.value.lower() in wanted
+        cls.ListedGroup(group_id=g, protocol_type=t, group_state=s)
+        for g, t, s in listed
+        if not wanted or s.lower() in wanted
     ]
     return cls(throttle_time_ms=0, error_code=0, groups=groups)
 
@@ -202,6 +216,11 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
         try:
             validate_group_id(group)
             rt = await ctx.broker.groups.group(group, create=False)
+            consumers = (
+                await ctx.broker.groups.zk_consumers(group)
+                if rt is not None and not rt.meta.members
+                else None
+            )
         except PafkaError as exc:
             described.append(
                 cls.DescribedGroup(
@@ -214,6 +233,9 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
                     members=[],
                 )
             )
+            continue
+        if consumers:
+            described.append(_described_zk_coordinated(cls, group, consumers))
             continue
         described.append(_described(cls, group, rt))
     return cls(throttle_time_ms=0, groups=described)
@@ -249,6 +271,31 @@ def _described(cls: Any, group: str, rt: GroupRuntime | None) -> Any:
         protocol_data=protocol,
         members=members,
         authorized_operations=None,  # "not requested" (INT32_MIN on the wire)
+    )
+
+
+def _described_zk_coordinated(cls: Any, group: str, consumers: ZkConsumers) -> Any:
+    members = [
+        cls.DescribedGroup.DescribedGroupMember(
+            member_id=consumer,
+            group_instance_id=None,
+            # Kafka 0.8 registrations carry no client id; the consumer id is what its logs show.
+            client_id=consumer,
+            client_host=zk_coordinated.client_host(consumer, group),
+            member_metadata=b"",
+            member_assignment=assignment,
+        )
+        for consumer, assignment in consumers.assignments().items()
+    ]
+    return cls.DescribedGroup(
+        error_code=0,
+        error_message=None,
+        group_id=group,
+        group_state=zk_coordinated.STATE,
+        protocol_type=zk_coordinated.PROTOCOL_TYPE,
+        protocol_data=zk_coordinated.PROTOCOL,
+        members=members,
+        authorized_operations=None,
     )
 
 

@@ -31,6 +31,7 @@ from pafka.client.groups import (
     OffsetAndMetadata,
 )
 from pafka.errors import (
+    CorruptZNodeError,
     FencedInstanceIdError,
     GroupIdNotFoundError,
     IllegalGenerationError,
@@ -318,7 +319,12 @@ async def _group_node(ctx: GatewayContext, group: str) -> GroupZNode | None:
         found = await ctx.zk.get(ConsumerGroupZNodes.group_path(group))
     except PafkaError:
         return None
-    return GroupZNode.decode(group, found[0]) if found else None
+    if not found:
+        return None
+    try:
+        return GroupZNode.decode(group, found[0] or b"")
+    except CorruptZNodeError:
+        return None  # the group's coordinator reports the node; the view just lacks it
 
 
 async def _all_partitions(groups: GroupClient, topics: set[str]) -> set[TopicPartition]:
