@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -27,6 +27,7 @@ from pafka.cluster.names import validate_topic_name
 from pafka.cluster.topic_config import parse_topic_config
 from pafka.errors import (
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     ReassignmentInProgressError,
     TopicAlreadyExistsError,
@@ -135,25 +136,42 @@ def add_partitions(
     zk: KazooClient,
     name: str,
     new_total: int,
-    assignment: Mapping[int, tuple[int, ...]] | None = None,
+    new_replicas: Sequence[Sequence[int]] | None = None,
+    validate_only: bool = False,
 ) -> TopicZNode:
+    """Grow ``name`` to ``new_total`` partitions; ``new_replicas`` are the new partitions'
+    replica lists in order, numbered from the count in ZooKeeper (read in the same conditional
+    update), never from a broker's possibly older view. ``validate_only`` checks and writes
+    nothing."""
     while True:
         node, version = read_topic(zk, name)
-        if new_total <= len(node.partitions):
+        current = len(node.partitions)
+        if new_total < current:
             raise InvalidPartitionsError(
-                f"topic {name!r} has {len(node.partitions)} partitions; "
-                f"{new_total} would not add any"
+                f"topic {name!r} currently has {current} partitions, "
+                f"which is higher than the requested {new_total}"
             )
+        if new_total == current:
+            raise InvalidPartitionsError(f"topic {name!r} already has {current} partitions")
         brokers = live_brokers(zk)
-        if assignment is not None:
+        if new_replicas is not None:
+            if len(new_replicas) != new_total - current:
+                raise InvalidReplicaAssignmentError(
+                    f"increasing the number of partitions by {new_total - current} "
+                    f"but {len(new_replicas)} assignments provided"
+                )
             added = validate_manual_assignment(
-                assignment, {b.id for b in brokers}, first_partition=len(node.partitions)
+                {current + i: tuple(r) for i, r in enumerate(new_replicas)},
+                {b.id for b in brokers},
+                first_partition=current,
             )
         else:
             added = assign_new_partitions(
                 node.partitions, [BrokerMeta(b.id, b.rack) for b in brokers], new_total
             )
         updated = TopicZNode(node.topic_id, {**node.partitions, **added})
+        if validate_only:
+            return updated
         try:
             zk.set(TopicZNode.path(name), updated.encode(), version=version)
             return updated

@@ -31,6 +31,7 @@ from pafka.httpserver import EmbeddedServer, start_http
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
+from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
 from services.broker.fetch_session_cache import FetchSessionCache
@@ -65,6 +66,9 @@ class Broker:
             name=f"broker-{settings.broker_id}",
         )
         self.cluster_id: str | None = None
+        self.auto_topics = TopicAutoCreator(
+            self.zk, settings.default_partitions, settings.default_replication_factor
+        )
         raise_soft_limit()  # before the logs open: each hosted partition holds a descriptor
         self.descriptors = DescriptorMonitor()
         self.logs = LogManager(settings.data_dir, settings.log)
@@ -277,20 +281,6 @@ class Broker:
             ConfigEntry(name, str(value), False, True, False, SOURCE_STATIC_BROKER, type_id)
             for name, (value, type_id) in values.items()
         ]
-
-    async def auto_create_topic(self, name: str) -> None:
-        from pafka.admin import topics as admin
-        from pafka.errors import TopicAlreadyExistsError
-
-        with contextlib.suppress(TopicAlreadyExistsError):
-            await self.zk.run(
-                admin.create_topic,
-                self.zk.kazoo,
-                name,
-                self.settings.default_partitions,
-                self.settings.default_replication_factor,
-                {},
-            )
 
     # -- control API (ControlHandler) --------------------------------------------------------
 

@@ -33,9 +33,11 @@ class BrokerSettings:
     fetch_max_bytes: int = 55 * 1024 * 1024
     # Requests read ahead of the one being answered, per connection.
     max_inflight_requests: int = 16
+    # Kafka's num.partitions and default.replication.factor (for auto-created topics and
+    # CreateTopics asking for the defaults).
     default_partitions: int = 1
     default_replication_factor: int = 1
-    auto_create_topics: bool = False
+    auto_create_topics: bool = True  # auto.create.topics.enable
     delete_topic_enable: bool = True
     log: LogConfig = field(default_factory=LogConfig)
     groups: GroupConfig = field(default_factory=GroupConfig)
@@ -115,7 +117,7 @@ class BrokerSettings:
             fetch_max_bytes=env.integer("FETCH_MAX_BYTES", cls.fetch_max_bytes, minimum=1024),
             default_partitions=env.integer("NUM_PARTITIONS", 1, minimum=1),
             default_replication_factor=env.integer("DEFAULT_REPLICATION_FACTOR", 1, minimum=1),
-            auto_create_topics=env.flag("AUTO_CREATE_TOPICS", False),
+            auto_create_topics=env.flag("AUTO_CREATE_TOPICS", cls.auto_create_topics),
             delete_topic_enable=env.flag("DELETE_TOPIC_ENABLE", True),
             log=log,
             groups=groups,

@@ -87,6 +87,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                     name=t.name,
                     topic_id=node.topic_id,
                     error_code=0,
+                    error_message=None,  # Kafka's success carries a null message, not ""
                     num_partitions=len(node.partitions),
                     replication_factor=len(next(iter(node.partitions.values()))),
                     configs=None,
@@ -113,6 +114,9 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             if name is None:
                 raise UnknownTopicOrPartitionError("unknown topic id")
             if not broker.settings.delete_topic_enable:
+                # TOPIC_DELETION_DISABLED came with v3; older clients get INVALID_REQUEST.
+                if ctx.api_version < 3:
+                    raise InvalidRequestError("topic deletion is disabled on this cluster")
                 raise TopicDeletionDisabledError()
             await broker.zk.run(admin.delete_topic, broker.zk.kazoo, name)
             await _wait_for(_is_gone(ctx, name), request.timeout_ms)
@@ -131,14 +135,18 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     results = []
     for t in request.topics:
         try:
-            assignment = None
+            new_replicas = None
             if t.assignments is not None:
-                current = len(broker.metadata.topics.get(t.name, {}))
-                assignment = {current + i: tuple(a.broker_ids) for i, a in enumerate(t.assignments)}
+                new_replicas = [tuple(a.broker_ids) for a in t.assignments]
+            await broker.zk.run(
+                admin.add_partitions,
+                broker.zk.kazoo,
+                t.name,
+                t.count,
+                new_replicas,
+                bool(request.validate_only),
+            )
             if not request.validate_only:
-                await broker.zk.run(
-                    admin.add_partitions, broker.zk.kazoo, t.name, t.count, assignment
-                )
                 await _wait_for(_has_leaders(ctx, t.name, t.count), request.timeout_ms)
             results.append(result_cls(name=t.name, error_code=0))
         except PafkaError as exc:

@@ -34,7 +34,10 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     else:
         names = [getattr(t, "name", None) for t in requested]
         ids = [getattr(t, "topic_id", None) for t in requested]
-    allow_create = bool(getattr(request, "allow_auto_topic_creation", True))
+    # Before v4 the request cannot say, and Kafka creates missing topics when enabled.
+    allow_create = broker.settings.auto_create_topics and (
+        ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
+    )
     topics = []
     for name, topic_id in zip(names, ids, strict=True):
         if name is None and topic_id not in (None, NULL_UUID):
@@ -50,11 +53,12 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
             topics.append(_topic_error(ctx, cls, name, None, exc))
             continue
         if name not in cache.topics:
-            if allow_create and broker.settings.auto_create_topics:
-                await broker.auto_create_topic(name)
-                topics.append(_topic_error(ctx, cls, name, None, LeaderNotAvailableError()))
-            else:
-                topics.append(_topic_error(ctx, cls, name, None, UnknownTopicOrPartitionError()))
+            error = (
+                await broker.auto_topics.create(name)
+                if allow_create
+                else UnknownTopicOrPartitionError()
+            )
+            topics.append(_topic_error(ctx, cls, name, None, error))
             continue
         topics.append(_topic(cls, ctx, name))
     return cls(

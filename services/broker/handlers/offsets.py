@@ -1,4 +1,7 @@
-"""ListOffsets (earliest, latest, max-timestamp, by timestamp) and OffsetForLeaderEpoch."""
+"""ListOffsets (earliest, latest, max-timestamp, by timestamp) and OffsetForLeaderEpoch.
+
+OffsetForLeaderEpoch v0 answers without leader epochs: the response schema leaves them out.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from typing import Any
 from pafka.errors import PafkaError
 from pafka.protocol.messages import response_class
 from services.broker.handlers.context import RequestContext
+from services.broker.handlers.list_offsets_v0 import handle_list_offsets_v0
 from services.broker.partition import Partition
 
 LATEST = -1
@@ -33,6 +37,8 @@ def _lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
 
 
 async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version == 0:
+        return await handle_list_offsets_v0(ctx, request)
     cls = response_class(ctx.api_key, ctx.api_version)
     topic_cls = cls.ListOffsetsTopicResponse
     part_cls = topic_cls.ListOffsetsPartitionResponse
