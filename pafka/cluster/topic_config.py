@@ -7,9 +7,10 @@ Kafka's DescribeConfigs does (values as Kafka prints them, with their source and
 
 Every key of Kafka's ``LogConfig`` that clients commonly set is accepted, so tools that create
 topics with them work. pafka acts on the segment, retention, index, ``max.message.bytes``,
-``min.insync.replicas``, ``unclean.leader.election.enable``, ``message.timestamp.type`` and
-``flush.messages`` settings; the others (compaction tuning, ``compression.type``, ``preallocate``,
-...) are validated, stored and reported but do not change behaviour.
+``min.insync.replicas``, ``unclean.leader.election.enable``, ``message.timestamp.type``,
+``message.downconversion.enable`` and ``flush.messages`` settings; the others (compaction
+tuning, ``compression.type`` beyond refusing zstd topics to old fetches, ``preallocate``, ...)
+are validated, stored and reported but do not change behaviour.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ copied into the frame, large ones pieces of their own (file regions on the broke
 
 Request (header v1, or v2 from v12; flexible from v12, KIP-482)::
 
-    replica_id int32, max_wait_ms int32, min_bytes int32, max_bytes int32,
-    isolation_level int8, session_id int32 (v7+), session_epoch int32 (v7+),
+    replica_id int32, max_wait_ms int32, min_bytes int32, max_bytes int32 (v3+),
+    isolation_level int8 (v4+), session_id int32 (v7+), session_epoch int32 (v7+),
     topics array of: topic string,
         partitions array of:
             partition int32, current_leader_epoch int32 (v9+), fetch_offset int64,
@@ -23,14 +23,14 @@ Request (header v1, or v2 from v12; flexible from v12, KIP-482)::
 
 Response (header: correlation_id int32 [v12: tagged fields], flexible from v12, KIP-482)::
 
-    throttle_time_ms      int32
+    throttle_time_ms      int32   (v1+)
     error_code            int16   (v7+)
     session_id            int32   (v7+)
     responses             array of: topic string,
         partitions array of:
             partition_index int32, error_code int16, high_watermark int64,
-            last_stable_offset int64, log_start_offset int64 (v5+),
-            aborted_transactions nullable array of (producer_id int64, first_offset int64),
+            last_stable_offset int64 (v4+), log_start_offset int64 (v5+),
+            aborted_transactions (v4+) nullable array of (producer_id int64, first_offset int64),
             preferred_read_replica int32 (v11+), records nullable bytes
             [v12: tagged fields]
         [v12: tagged fields]
@@ -109,8 +109,10 @@ def decode_fetch_request(frame: memoryview, version: int) -> tuple[str | None, F
     client_id = r.nullable_string(compact=False)  # compact in no header version
     if flexible:
         r.skip_tagged_fields()
-    replica_id, max_wait_ms, min_bytes, max_bytes = r.int32(), r.int32(), r.int32(), r.int32()
-    isolation_level = r.int8()
+    replica_id, max_wait_ms, min_bytes = r.int32(), r.int32(), r.int32()
+    # Before v3 only partitions were limited: no response-wide limit.
+    max_bytes = r.int32() if version >= 3 else 0x7FFFFFFF
+    isolation_level = r.int8() if version >= 4 else 0
     session_id, session_epoch = (r.int32(), r.int32()) if version >= 7 else (0, -1)
     topics = []
     for _ in range(r.array_length(flexible)):
@@ -215,7 +217,8 @@ class FetchResponseBody:
         flexible = version >= FLEXIBLE_FROM_VERSION
         first = out = start_response(correlation_id, flexible)
         parts: list[Buffer | FileRegion] = []
-        out += INT32.pack(self.throttle_time_ms)
+        if version >= 1:
+            out += INT32.pack(self.throttle_time_ms)
         if version >= 7:
             out += INT16.pack(self.error_code)
             out += INT32.pack(self.session_id)
@@ -227,10 +230,12 @@ class FetchResponseBody:
                 out += INT32.pack(p.partition_index)
                 out += INT16.pack(p.error_code)
                 out += INT64.pack(p.high_watermark)
-                out += INT64.pack(p.last_stable_offset)
+                if version >= 4:
+                    out += INT64.pack(p.last_stable_offset)
                 if version >= 5:
                     out += INT64.pack(p.log_start_offset)
-                write_array_length(out, None, flexible)  # aborted_transactions
+                if version >= 4:
+                    write_array_length(out, None, flexible)  # aborted_transactions
                 if version >= 11:
                     out += INT32.pack(p.preferred_read_replica)
                 records = p.records

@@ -9,7 +9,7 @@ Request (header v1, or v2 from Produce v9: flexible, KIP-482)::
 
     api_key int16 | api_version int16 | correlation_id int32 | client_id nullable int16 string
     [v9: tagged fields]
-    transactional_id  nullable string
+    transactional_id  nullable string (v3+)
     acks              int16
     timeout_ms        int32
     topic_data        array of: name string,
@@ -23,12 +23,15 @@ Response (header: correlation_id int32 [v9: tagged fields])::
     responses         array of: name string,
                                 partition_responses array of:
                                     index int32, error_code int16, base_offset int64,
-                                    log_append_time_ms int64, log_start_offset int64 (v5+),
+                                    log_append_time_ms int64 (v2+), log_start_offset int64 (v5+),
                                     record_errors array (v8+), error_message nullable (v8+)
                                     [v9: tagged fields]
                                 [v9: tagged fields]
-    throttle_time_ms  int32
+    throttle_time_ms  int32 (v1+)
     [v9: tagged fields]
+
+Produce v0-v2 may carry legacy message sets (magic 0 and 1) in ``records``; the codec leaves
+them as views like any other, and the handler converts them.
 """
 
 from __future__ import annotations
@@ -83,7 +86,7 @@ def decode_produce_request(
     client_id = reader.nullable_string(compact=False)  # compact in no header version
     if flexible:
         reader.skip_tagged_fields()
-    transactional_id = reader.nullable_string(flexible)
+    transactional_id = reader.nullable_string(flexible) if version >= 3 else None
     acks = reader.int16()
     timeout_ms = reader.int32()
     topics = []
@@ -140,7 +143,8 @@ class ProduceResponseBody:
                 out += INT32.pack(p.index)
                 out += INT16.pack(p.error_code)
                 out += INT64.pack(p.base_offset)
-                out += INT64.pack(p.log_append_time_ms)
+                if version >= 2:
+                    out += INT64.pack(p.log_append_time_ms)
                 if version >= 5:
                     out += INT64.pack(p.log_start_offset)
                 if version >= 8:
@@ -150,7 +154,8 @@ class ProduceResponseBody:
                     out += NO_TAGGED_FIELDS
             if flexible:
                 out += NO_TAGGED_FIELDS
-        out += INT32.pack(self.throttle_time_ms)
+        if version >= 1:
+            out += INT32.pack(self.throttle_time_ms)
         if flexible:
             out += NO_TAGGED_FIELDS
         return end_frame(out)

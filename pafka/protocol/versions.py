@@ -1,7 +1,8 @@
 """The Kafka APIs and the version ranges the broker serves.
 
-Ranges are chosen so that every version in them is implemented fully by the handlers: record
-batches are v2 only (Produce v3+, Fetch v4+), and versions that address topics by id only
+Ranges are chosen so that every version in them is implemented fully by the handlers: Produce
+v0-v2 and Fetch v0-v3 carry legacy message sets (magic 0 and 1), converted to and from the
+stored v2 batches (``pafka.records.conversion``), and versions that address topics by id only
 (Produce v13+, Fetch v13+) are left out. Clients pick the highest version both sides support.
 """
 
@@ -38,8 +39,8 @@ class ApiKey(IntEnum):
 
 
 SUPPORTED: dict[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 9),
-    ApiKey.FETCH: (4, 12),
+    ApiKey.PRODUCE: (0, 9),
+    ApiKey.FETCH: (0, 12),
     ApiKey.LIST_OFFSETS: (0, 7),
     ApiKey.METADATA: (0, 12),
     ApiKey.OFFSET_COMMIT: (0, 8),

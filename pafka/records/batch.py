@@ -160,6 +160,9 @@ def next_offset(header: BatchHeader) -> int:
 def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """The header of the batch at ``pos``; checks only that it is there and is magic 2."""
     if pos < 0 or len(buf) - pos < HEADER_SIZE:
+        # A legacy message may be shorter than a v2 header: it is refused for its magic.
+        if pos >= 0 and len(buf) - pos > MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] in (0, 1):
+            raise InvalidRecordError(f"message magic {buf[pos + MAGIC_OFFSET]} is not supported")
         raise CorruptMessageError(f"truncated batch header at byte {pos}")
     magic = struct.unpack_from(">b", buf, pos + MAGIC_OFFSET)[0]
     if magic in (0, 1):

@@ -44,6 +44,7 @@ from pafka.records.batch import (
     Codec,
     read_header,
 )
+from pafka.records.compression import compress
 
 Header = tuple[str, bytes | None]
 RecordInput = tuple[bytes | None, bytes | None, Sequence[Header]]
@@ -187,13 +188,11 @@ def build_batch(
         raise ValueError("one timestamp per record")
     compression = Codec(compression)
     first_ms, max_ms = stamps[0], max(stamps)
-    if compression not in (Codec.NONE, Codec.GZIP):
-        raise UnsupportedCompressionTypeError(f"build_batch does not compress with {compression}")
     out = bytearray(HEADER_SIZE)  # the header is packed in once the records are there
     for i, ((key, value, headers), stamp) in enumerate(zip(records, stamps, strict=True)):
         _append_record(out, i, stamp - first_ms, key, value, headers)
-    if compression is Codec.GZIP:
-        out[HEADER_SIZE:] = gzip.compress(out[HEADER_SIZE:])
+    if compression is not Codec.NONE:
+        out[HEADER_SIZE:] = compress(compression, out[HEADER_SIZE:], MAGIC_V2)
     attributes = compression.id | (TRANSACTIONAL_BIT if is_transactional else 0)
     HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,

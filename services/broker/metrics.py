@@ -53,6 +53,20 @@ class BrokerMetrics:
             ["topic"],
             registry=r,
         )
+        # Kafka's ProduceMessageConversionsPerSec / FetchMessageConversionsPerSec: records
+        # converted between message formats (legacy producers and consumers).
+        self.produce_conversions = Counter(
+            "kafka_server_brokertopicmetrics_producemessageconversions",
+            "Records of legacy produce requests converted to v2 batches",
+            ["topic"],
+            registry=r,
+        )
+        self.fetch_conversions = Counter(
+            "kafka_server_brokertopicmetrics_fetchmessageconversions",
+            "Records converted to a legacy message format for old fetch requests",
+            ["topic"],
+            registry=r,
+        )
         self.failed_produce = Counter(
             "kafka_server_brokertopicmetrics_failedproducerequests",
             "Produce partition requests answered with an error",

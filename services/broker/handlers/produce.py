@@ -15,6 +15,7 @@ from pafka.protocol.produce_codec import (
 )
 from pafka.records.batch import record_count
 from services.broker.handlers.context import RequestContext
+from services.broker.handlers.conversion import FIRST_V2_PRODUCE_VERSION, produced_as_v2
 from services.broker.partition import AppendResult, Partition
 
 log = logging.getLogger(__name__)
@@ -23,14 +24,18 @@ log = logging.getLogger(__name__)
 async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> ProduceResponseBody:
     broker = ctx.broker
     acks = request.acks
+    # Produce v0-v2 may carry magic 0 or 1 messages; v3+ carries v2 batches only, unconverted.
+    legacy = ctx.api_version < FIRST_V2_PRODUCE_VERSION
     appended: list[tuple[str, Any, Partition | None, AppendResult | PafkaError]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
         for pdata in topic_data.partition_data:
             # A view into the request frame: validated and written without a copy.
-            records = pdata.records or b""
+            records: bytes | memoryview = pdata.records or b""
             try:
                 partition = broker.replicas.leader_partition(name, pdata.index)
+                if legacy:  # after the leader check: a follower converts nothing
+                    records = produced_as_v2(ctx, name, records)
                 result = partition.append_as_leader(records, acks)
             except PafkaError as exc:
                 appended.append((name, pdata.index, None, exc))
