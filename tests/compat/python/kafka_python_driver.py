@@ -129,7 +129,8 @@ class Client:
             except BaseException as exc:
                 errors.append(exc)
 
-        threads = {n: threading.Thread(target=member, args=(n,)) for n in ("a", "b")}
+        # Daemon threads: a failing driver exits instead of waiting for its members.
+        threads = {n: threading.Thread(target=member, args=(n,), daemon=True) for n in ("a", "b")}
         for t in threads.values():
             t.start()
         wait_for(lambda: len(first) >= args["first"] or bool(errors), "the first records")
@@ -156,11 +157,11 @@ class Client:
     def describe(self) -> dict[str, Any]:
         admin = KafkaAdminClient(**self.common)
         try:
-            (group,) = admin.describe_consumer_groups([self.args["group"]])
+            group = admin.describe_groups([self.args["group"]])[self.args["group"]]
             return {
-                "state": group.state,
-                "protocol_type": group.protocol_type,
-                "members": len(group.members),
+                "state": group["group_state"],
+                "protocol_type": group["protocol_type"],
+                "members": len(group["members"]),
             }
         finally:
             admin.close()
