@@ -12,12 +12,21 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: up down status test test-faults lint bench bench-scale system-deps deps clean
 
 # ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
-# (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin.
+# (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin. The client
+# compatibility suite (tests/compat/): kcat, Node for kafkajs, and Go with Debian's Sarama and
+# kafka-go sources (built offline in GOPATH mode from /usr/share/gocode).
+GOCODE := /usr/share/gocode/src/github.com
 system-deps:
 	@missing=""; \
 	{ [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null; } || missing="zookeeper default-jre-headless"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	{ command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ]; } || missing="$$missing nats-server"; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	command -v go >/dev/null || missing="$$missing golang-go"; \
+	[ -d $(GOCODE)/Shopify/sarama ] || missing="$$missing golang-github-shopify-sarama-dev"; \
+	[ -d $(GOCODE)/segmentio/kafka-go ] || missing="$$missing golang-github-segmentio-kafka-go-dev"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing from Debian:$$missing"; \
 		$(SUDO) apt-get update -qq && \
@@ -30,7 +39,21 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-deps: system-deps $(STAMP)
+# The compatibility suite's clients beside the Python environment: pykafka in an environment of
+# its own (it pins kazoo 2.5), kafkajs from the committed lockfile.
+PYKAFKA_STAMP := $(VENV)/compat/pykafka/.installed
+KAFKAJS_STAMP := tests/compat/kafkajs/node_modules/.installed
+
+$(PYKAFKA_STAMP): tests/compat/pykafka-requirements.txt $(STAMP)
+	python3 -m venv $(VENV)/compat/pykafka
+	$(VENV)/compat/pykafka/bin/pip install -q -r tests/compat/pykafka-requirements.txt
+	touch $@
+
+$(KAFKAJS_STAMP): tests/compat/kafkajs/package-lock.json
+	cd tests/compat/kafkajs && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+deps: system-deps $(STAMP) $(PYKAFKA_STAMP) $(KAFKAJS_STAMP)
 
 up: deps
 	$(PAFKA) cluster up --brokers 3 --controllers 2

@@ -151,3 +151,5 @@ def check_auto_create(driver: Driver, cluster: ClusterHandle) -> None:
         "consume", bootstrap=cluster.bootstrap, topic=topic, partition=0, offset=0, count=5
     )["records"]
     assert key_values(got) == key_values(sent)
+    # Created with Kafka's default num.partitions (1), leaders on every broker's metadata.
+    cluster.wait_for_leaders(topic, 1)

@@ -7,6 +7,7 @@ members rebalance among themselves through ZooKeeper (the seeds' algorithm)."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import threading
 import time
@@ -60,7 +61,7 @@ class Driver:
 
     def create_topic(self) -> dict[str, Any]:
         request = CreateTopicRequest(
-            self.args["topic"],
+            self.args["topic"].encode(),
             num_partitions=self.args["partitions"],
             replication_factor=self.args["replication_factor"],
             replica_assignment=[],
@@ -160,9 +161,9 @@ class Driver:
 
         def member(name: str) -> None:
             try:
-                consumer = KafkaClient(hosts=args["bootstrap"]).topics[
-                    args["topic"]
-                ].get_balanced_consumer(
+                # The client must outlive the consumer: pykafka holds it through weak references.
+                client = KafkaClient(hosts=args["bootstrap"])
+                consumer = client.topics[args["topic"]].get_balanced_consumer(
                     consumer_group=args["group"],
                     zookeeper_connect=args["zookeeper"],
                     managed=False,
@@ -202,6 +203,8 @@ class Driver:
 
 
 def main() -> None:
+    # On stderr, shown when a test fails: pykafka logs its rebalances and commit errors.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     op, raw = sys.argv[1:3]
     print(json.dumps(getattr(Driver(json.loads(raw)), op)()))
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,8 @@ func config(version string) *sarama.Config {
 	return cfg
 }
 
+func brokers(a args) []string { return strings.Split(a.Bootstrap, ",") }
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, err)
 	os.Exit(1)
@@ -104,7 +107,7 @@ func partitionList(raw json.RawMessage) []int32 {
 }
 
 func metadata(cfg *sarama.Config, a args) interface{} {
-	client, err := sarama.NewClient([]string{a.Bootstrap}, cfg)
+	client, err := sarama.NewClient(brokers(a), cfg)
 	check(err)
 	defer client.Close()
 	check(client.RefreshMetadata(a.Topics...))
@@ -123,7 +126,7 @@ func metadata(cfg *sarama.Config, a args) interface{} {
 }
 
 func createTopic(cfg *sarama.Config, a args) interface{} {
-	admin, err := sarama.NewClusterAdmin([]string{a.Bootstrap}, cfg)
+	admin, err := sarama.NewClusterAdmin(brokers(a), cfg)
 	check(err)
 	defer admin.Close()
 	var n int32
@@ -138,7 +141,7 @@ func produceRecords(cfg *sarama.Config, a args, records []record, codec string) 
 	// One request per partition with every record in it, so the codec compresses many together.
 	cfg.Producer.Flush.Messages = len(records)
 	cfg.Producer.Flush.Frequency = 100 * time.Millisecond
-	producer, err := sarama.NewSyncProducer([]string{a.Bootstrap}, cfg)
+	producer, err := sarama.NewSyncProducer(brokers(a), cfg)
 	check(err)
 	defer producer.Close()
 	var msgs []*sarama.ProducerMessage
@@ -160,7 +163,7 @@ func produce(cfg *sarama.Config, a args) interface{} {
 }
 
 func consume(cfg *sarama.Config, a args) interface{} {
-	consumer, err := sarama.NewConsumer([]string{a.Bootstrap}, cfg)
+	consumer, err := sarama.NewConsumer(brokers(a), cfg)
 	check(err)
 	defer consumer.Close()
 	pc, err := consumer.ConsumePartition(a.Topic, a.Partition, a.Offset)
@@ -187,7 +190,11 @@ type member struct {
 	sink func(record)
 }
 
-func (m *member) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (m *member) Setup(s sarama.ConsumerGroupSession) error {
+	// On stderr, shown when a test fails: who held what in which generation.
+	fmt.Fprintln(os.Stderr, "member", m.name, s.MemberID(), "generation", s.GenerationID(), "claims", s.Claims())
+	return nil
+}
 func (m *member) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (m *member) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
 	for msg := range c.Messages() {
@@ -227,7 +234,7 @@ func group(cfg *sarama.Config, a args) interface{} {
 	done := map[string]chan struct{}{}
 	ctx, cancel := map[string]context.Context{}, map[string]context.CancelFunc{}
 	for _, name := range []string{"a", "b"} {
-		g, err := sarama.NewConsumerGroup([]string{a.Bootstrap}, a.Group, cfg)
+		g, err := sarama.NewConsumerGroup(brokers(a), a.Group, cfg)
 		check(err)
 		groups[name] = g
 		done[name] = make(chan struct{})
@@ -247,7 +254,7 @@ func group(cfg *sarama.Config, a args) interface{} {
 		}(name)
 	}
 	waitFor(count(&first, a.First), "the first records")
-	admin, err := sarama.NewClusterAdmin([]string{a.Bootstrap}, cfg)
+	admin, err := sarama.NewClusterAdmin(brokers(a), cfg)
 	check(err)
 	defer admin.Close()
 	desc, err := admin.DescribeConsumerGroups([]string{a.Group})
@@ -265,14 +272,18 @@ func group(cfg *sarama.Config, a args) interface{} {
 	<-done["a"]
 	check(groups["a"].Close())
 	var parts []int32
+	seen := map[int32]bool{}
 	for _, r := range a.Second {
-		parts = append(parts, r.Partition)
+		if !seen[r.Partition] {
+			seen[r.Partition] = true
+			parts = append(parts, r.Partition)
+		}
 	}
 	return map[string]interface{}{"first": first, "second": second, "describe": described, "committed": fetched(cfg, a, parts)}
 }
 
 func fetched(cfg *sarama.Config, a args, partitions []int32) map[string]int64 {
-	client, err := sarama.NewClient([]string{a.Bootstrap}, cfg)
+	client, err := sarama.NewClient(brokers(a), cfg)
 	check(err)
 	defer client.Close()
 	om, err := sarama.NewOffsetManagerFromClient(a.Group, client)
@@ -291,7 +302,7 @@ func fetched(cfg *sarama.Config, a args, partitions []int32) map[string]int64 {
 }
 
 func commit(cfg *sarama.Config, a args) interface{} {
-	client, err := sarama.NewClient([]string{a.Bootstrap}, cfg)
+	client, err := sarama.NewClient(brokers(a), cfg)
 	check(err)
 	defer client.Close()
 	om, err := sarama.NewOffsetManagerFromClient(a.Group, client)
