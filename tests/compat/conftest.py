@@ -8,9 +8,6 @@ from typing import Any
 
 import pytest
 
-# The shared checks' asserts explain their failures like a test's own.
-pytest.register_assert_rewrite("tests.compat.scenarios")
-
 from tests.integration.conftest import TEST_BROKER_ENV, ClusterHandle, own_cluster
 
 

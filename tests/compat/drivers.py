@@ -62,9 +62,7 @@ class Driver:
                 f"{self.name} {op} did not finish in {timeout_s} s\n{_tail(exc.stderr)}"
             ) from None
         if proc.returncode != 0:
-            raise DriverError(
-                f"{self.name} {op} exited {proc.returncode}\n{_tail(proc.stderr)}"
-            )
+            raise DriverError(f"{self.name} {op} exited {proc.returncode}\n{_tail(proc.stderr)}")
         lines = proc.stdout.strip().splitlines()
         if not lines:
             raise DriverError(f"{self.name} {op} printed nothing\n{_tail(proc.stderr)}")
@@ -88,7 +86,7 @@ def python_driver(
 
 def node_driver() -> Driver:
     if not (COMPAT_DIR / "kafkajs" / "node_modules" / "kafkajs").is_dir():
-        raise RuntimeError("kafkajs is not installed: run `make deps` (npm ci in tests/compat/kafkajs)")
+        raise RuntimeError("kafkajs is missing: run `make deps` (npm ci in tests/compat/kafkajs)")
     return Driver("kafkajs", ("node", str(COMPAT_DIR / "kafkajs" / "driver.js")))
 
 

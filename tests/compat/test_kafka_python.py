@@ -10,6 +10,7 @@ from tests.compat.drivers import Driver, python_driver
 
 V010 = python_driver("kafka-python (0, 10)", "kafka_python_driver.py", "0.10")
 V082 = python_driver("kafka-python (0, 8, 2)", "kafka_python_driver.py", "0.8.2")
+V0101 = python_driver("kafka-python (0, 10, 1)", "kafka_python_driver.py", "0.10.1")
 BOTH = pytest.mark.parametrize("driver", [V010, V082], ids=["0.10", "0.8.2"])
 
 
@@ -18,9 +19,10 @@ def test_metadata(driver: Driver, compat_cluster) -> None:
     scenarios.check_metadata(driver, compat_cluster)
 
 
-def test_create_topic_0_10(compat_cluster) -> None:
-    # CreateTopics came with Kafka 0.10.1: kafka-python's admin client refuses older versions.
-    scenarios.check_create_topic(python_driver("kafka-python", "kafka_python_driver.py", "0.10.1"), compat_cluster)
+def test_create_topic_0_10_1(compat_cluster) -> None:
+    # CreateTopics came with Kafka 0.10.1: kafka-python refuses it at (0, 10) and (0, 8, 2), and
+    # sends v0 at (0, 10, 1).
+    scenarios.check_create_topic(V0101, compat_cluster)
 
 
 @BOTH

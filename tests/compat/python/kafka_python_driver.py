@@ -33,7 +33,10 @@ class Client:
     def __init__(self, api_version: tuple[int, ...], args: dict[str, Any]) -> None:
         self.api_version = api_version
         self.args = args
-        self.common = {"bootstrap_servers": args["bootstrap"].split(","), "api_version": api_version}
+        self.common = {
+            "bootstrap_servers": args["bootstrap"].split(","),
+            "api_version": api_version,
+        }
 
     def metadata(self) -> dict[str, Any]:
         consumer = KafkaConsumer(**self.common)

@@ -55,8 +55,21 @@ def produce_records(a: dict[str, Any], records: list[dict[str, Any]], codec: str
         # Key and value split at a tab, records at a newline (the test records hold neither).
         lines = "".join(f"{r['key']}\t{r['value']}\n" for r in rs)
         run(
-            ["-b", a["bootstrap"], "-P", "-t", a["topic"], "-p", str(partition), "-K", "\t",
-             "-z", codec, "-X", "acks=all"],
+            [
+                "-b",
+                a["bootstrap"],
+                "-P",
+                "-t",
+                a["topic"],
+                "-p",
+                str(partition),
+                "-K",
+                "\t",
+                "-z",
+                codec,
+                "-X",
+                "acks=all",
+            ],
             stdin=lines,
         )
 
@@ -68,8 +81,22 @@ def produce(a: dict[str, Any]) -> dict[str, Any]:
 
 def consume(a: dict[str, Any]) -> dict[str, Any]:
     out = run(
-        ["-b", a["bootstrap"], "-C", "-J", "-q", "-e", "-t", a["topic"], "-p",
-         str(a["partition"]), "-o", str(a["offset"]), "-c", str(a["count"])]
+        [
+            "-b",
+            a["bootstrap"],
+            "-C",
+            "-J",
+            "-q",
+            "-e",
+            "-t",
+            a["topic"],
+            "-p",
+            str(a["partition"]),
+            "-o",
+            str(a["offset"]),
+            "-c",
+            str(a["count"]),
+        ]
     )
     return {"records": [record(json.loads(line)) for line in out.splitlines() if line.strip()]}
 
@@ -80,9 +107,21 @@ class Member:
     def __init__(self, name: str, a: dict[str, Any], sink: list[list[dict[str, Any]]]) -> None:
         self.name = name
         self.proc = subprocess.Popen(
-            [KCAT, "-b", a["bootstrap"], "-G", a["group"], "-J", "-q", "-u",
-             "-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=200",
-             a["topic"]],
+            [
+                KCAT,
+                "-b",
+                a["bootstrap"],
+                "-G",
+                a["group"],
+                "-J",
+                "-q",
+                "-u",
+                "-X",
+                "auto.offset.reset=earliest",
+                "-X",
+                "auto.commit.interval.ms=200",
+                a["topic"],
+            ],
             stdout=subprocess.PIPE,
             stderr=sys.stderr,
             text=True,

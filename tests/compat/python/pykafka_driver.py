@@ -90,7 +90,7 @@ class Driver:
             for r in records:
                 producer.produce(r["value"].encode(), partition_key=r["key"].encode())
             for _ in records:
-                msg, exc = producer.get_delivery_report(timeout=TIMEOUT_S)
+                _msg, exc = producer.get_delivery_report(timeout=TIMEOUT_S)
                 if exc is not None:
                     raise exc
         finally:
