@@ -141,7 +141,11 @@ async function produce(args) {
 // kafkajs has no manual assignment: a fresh group reads the partition from the beginning.
 async function consume(args) {
   const kafka = client(args);
-  const consumer = kafka.consumer({ groupId: `compat-read-${process.pid}-${Date.now()}` });
+  // A short fetch wait: disconnecting waits for the fetch in flight.
+  const consumer = kafka.consumer({
+    groupId: `compat-read-${process.pid}-${Date.now()}`,
+    maxWaitTimeInMs: 100,
+  });
   const records = [];
   await consumer.connect();
   try {
@@ -177,7 +181,11 @@ async function group(args) {
   let phase = first;
   const joined = new Set();
   for (const name of ["a", "b"]) {
-    const consumer = kafka.consumer({ groupId: args.group, sessionTimeout: 10000 });
+    const consumer = kafka.consumer({
+      groupId: args.group,
+      sessionTimeout: 10000,
+      maxWaitTimeInMs: 100,
+    });
     consumer.on(consumer.events.GROUP_JOIN, () => joined.add(name));
     await consumer.connect();
     await consumer.subscribe({ topic: args.topic, fromBeginning: true });
