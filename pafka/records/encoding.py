@@ -14,9 +14,10 @@ them. Each record (after the batch header, compressed as a whole when the batch 
     header_count      varint
       key_length varint, key utf-8, value_length varint (-1 null), value bytes
 
-Varints are zig-zag encoded base-128, as in protobuf. gzip uses the standard library; snappy
-(xerial framing), lz4 (frame format) and zstd go through kafka-python's codec module, which
-imports the optional libraries if they are installed.
+Varints are zig-zag encoded base-128, as in protobuf. Batches are built with any codec as Kafka
+writes it (:mod:`pafka.records.compression`); on decoding, gzip uses the standard library and
+snappy (xerial framing), lz4 (frame format) and zstd go through kafka-python's codec module,
+which imports the optional libraries if they are installed.
 """
 
 from __future__ import annotations

@@ -227,3 +227,45 @@ def test_arbitrary_produce_payloads_convert_or_raise_kafka_errors(
                 76,
                 87,
             )  # CORRUPT_MESSAGE, UNSUPPORTED_COMPRESSION, INVALID_RECORD
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(st.sampled_from([Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4]), rows),
+        min_size=1,
+        max_size=5,
+    ),
+    magic=st.sampled_from([0, 1]),
+    data=st.data(),
+)
+def test_down_converted_sets_are_what_old_consumers_can_read(
+    batches: list[tuple[Codec, list[Row]]], magic: int, data: st.DataObject
+) -> None:
+    built = [
+        build_batch([(k, v, ()) for k, v, _ in items], timestamps_ms=[t for *_, t in items],
+                    compression=codec)
+        for codec, items in batches
+    ]  # fmt: skip
+    stored = _stored(built, 500)
+    total = sum(len(items) for _, items in batches)
+    fetch_offset = data.draw(st.integers(500, 500 + total - 1))
+    # a log read starts at the batch holding the fetch offset
+    start, first = next((p, h) for p, h in iter_batches(stored) if h.last_offset >= fetch_offset)
+    index = [p for p, _ in iter_batches(stored)].index(start)
+    stored = stored[start:]
+    out = down_convert(stored, magic, fetch_offset).records
+    first_size = len(down_convert(stored[: first.size], magic, fetch_offset).records)
+    assert len(out) <= max(len(stored), first_size)
+    records = list(iter_records(out, partial_tail=True))
+    assert records, "at least the first batch's records reach the consumer"
+    offsets = [m.offset for m in records]
+    assert offsets == sorted(set(offsets)) and offsets[-1] < 500 + total
+    everything = [(k, v) for _, items in batches for k, v, _ in items]
+    # whole messages are exactly the stored records at their offsets (compressed batches may
+    # start before the fetch offset; uncompressed ones never do)
+    assert [(m.key, m.value) for m in records] == [everything[o - 500] for o in offsets]
+    if batches[index][0] is Codec.NONE:
+        assert offsets[0] == fetch_offset
+    else:
+        assert offsets[0] == first.base_offset
