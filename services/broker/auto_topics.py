@@ -31,17 +31,20 @@ def capped_replication_factor(default: int, live_brokers: int) -> int:
 def _create(zk: KazooClient, name: str, partitions: int, replication_factor: int) -> None:
     live = len(admin.live_brokers(zk))
     used = capped_replication_factor(replication_factor, live)
+    admin.create_topic(zk, name, partitions, used, {})
+    # Logged once created: a topic that already exists (another broker, an earlier request)
+    # raised above, so each topic gets one line.
     if used < replication_factor:
         log.warning(
-            "auto-creating topic %s with replication factor %d: default.replication.factor %d "
+            "auto-created topic %s with replication factor %d: default.replication.factor %d "
             "is above the %d live brokers",
             name,
             used,
             replication_factor,
             live,
         )
-    admin.create_topic(zk, name, partitions, used, {})
-    log.info("auto-created topic %s (%d partitions, replication factor %d)", name, partitions, used)
+    else:
+        log.info("auto-created topic %s (replication factor %d)", name, used)
 
 
 class TopicAutoCreator:

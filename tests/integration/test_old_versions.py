@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from kafka import KafkaProducer
+from kafka.protocol.admin import DeleteTopicsRequest, DeleteTopicsResponse
 from kafka.protocol.old import admin as old_admin
 from kafka.protocol.old import list_offsets as old_list_offsets
 from kafka.protocol.old import offset_for_leader_epoch as old_epoch
@@ -20,12 +21,15 @@ from kafka.protocol.old.api_versions import ApiVersionsRequest_v0, ApiVersionsRe
 
 from pafka.protocol.versions import ApiKey
 from pafka.zk.znodes import TopicZNode
-from tests.integration.wire import read_exact
+from tests.integration.conftest import own_cluster
+from tests.integration.wire import read_exact, request_once
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 TOPIC_ALREADY_EXISTS = 36
 INVALID_REPLICATION_FACTOR = 38
+INVALID_REQUEST = 42
+TOPIC_DELETION_DISABLED = 73
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
 
@@ -40,9 +44,9 @@ def _call(address: tuple[str, int], request: Any, response_cls: Any) -> Any:
     return response
 
 
-def _topic(cluster, prefix: str, **config: str) -> str:  # type: ignore[no-untyped-def]
+def _topic(cluster, prefix: str, replication_factor: int = 2, **config: str) -> str:  # type: ignore[no-untyped-def]
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    cluster.create_topic(name, partitions=1, replication_factor=2, config=config)
+    cluster.create_topic(name, partitions=1, replication_factor=replication_factor, config=config)
     return name
 
 
@@ -131,6 +135,21 @@ def test_create_topics_v0_and_v1_validate_only(cluster) -> None:  # type: ignore
     assert error == INVALID_REPLICATION_FACTOR and message
 
 
+def test_create_topics_refuses_a_name_given_twice(cluster) -> None:  # type: ignore[no-untyped-def]
+    address = cluster.broker_address(cluster.broker_ids()[0])
+    twice = f"twice-{uuid.uuid4().hex[:8]}"
+    once = f"once-{uuid.uuid4().hex[:8]}"
+    topics = [(twice, 1, 1, [], []), (once, 1, 1, [], []), (twice, 2, 1, [], [])]
+    request = old_admin.CreateTopicsRequest_v0(topics, 30_000)
+    response = _call(address, request, old_admin.CreateTopicsResponse_v0)
+    assert list(response.topics) == [
+        (twice, INVALID_REQUEST),
+        (once, NONE),
+        (twice, INVALID_REQUEST),
+    ]
+    assert cluster.zk.exists(TopicZNode.path(twice)) is None
+
+
 def test_delete_topics_v0(cluster) -> None:  # type: ignore[no-untyped-def]
     topic = _topic(cluster, "delete-v0")
     address = cluster.broker_address(cluster.broker_ids()[0])
@@ -138,6 +157,23 @@ def test_delete_topics_v0(cluster) -> None:  # type: ignore[no-untyped-def]
     response = _call(address, request, old_admin.DeleteTopicsResponse_v0)
     assert list(response.responses) == [(topic, NONE)]
     assert cluster.zk.exists(TopicZNode.path(topic)) is None
+
+
+def test_delete_topics_before_v3_when_deletion_is_disabled(tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    env = {"PAFKA_BROKER_DELETE_TOPIC_ENABLE": "false"}
+    with own_cluster(tmp_path_factory, "no-delete", brokers=1, controllers=1, broker_env=env) as c:
+        topic = _topic(c, "kept", replication_factor=1)
+        address = c.broker_address(c.broker_ids()[0])
+        v0 = old_admin.DeleteTopicsRequest_v0([topic], 30_000)
+        # TOPIC_DELETION_DISABLED came with v3; Kafka answers older versions INVALID_REQUEST.
+        response = _call(address, v0, old_admin.DeleteTopicsResponse_v0)
+        assert list(response.responses) == [(topic, INVALID_REQUEST)]
+        v3 = DeleteTopicsRequest[3](topic_names=[topic], timeout_ms=30_000)
+        answer = request_once(address, v3, DeleteTopicsResponse, 3)
+        assert [(r.name, r.error_code) for r in answer.responses] == [
+            (topic, TOPIC_DELETION_DISABLED)
+        ]
+        assert c.zk.exists(TopicZNode.path(topic)) is not None
 
 
 def test_offset_for_leader_epoch_v0_and_v1(cluster) -> None:  # type: ignore[no-untyped-def]

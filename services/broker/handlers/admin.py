@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     result_cls = cls.CreatableTopicResult
     results = []
+    named = Counter(t.name for t in request.topics)
     for t in request.topics:
         partitions = (
             t.num_partitions if t.num_partitions > 0 else broker.settings.default_partitions
@@ -66,6 +68,9 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
         configs = {c.name: c.value for c in t.configs if c.value is not None}
         manual = {a.partition_index: tuple(a.broker_ids) for a in t.assignments} or None
         try:
+            if named[t.name] > 1:
+                # Kafka refuses every entry of a name given twice and creates none of them.
+                raise InvalidRequestError("found multiple entries for this topic")
             if manual is not None and (t.num_partitions != -1 or t.replication_factor != -1):
                 raise InvalidRequestError(
                     "give either a replica assignment or partitions and replication factor"
