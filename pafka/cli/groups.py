@@ -1,4 +1,5 @@
-"""``pafka groups list|describe|reset-offsets|delete``, the equivalent of kafka-consumer-groups.sh.
+"""``pafka groups list|describe|reset-offsets|delete|delete-offsets``, the equivalent of
+kafka-consumer-groups.sh (delete-offsets in :mod:`pafka.cli.group_offsets_delete`).
 
 Everything goes over the Kafka protocol to the group's coordinator (FindCoordinator, ListGroups,
 DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups) and to partition leaders (ListOffsets),
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pafka.cli import group_offsets_delete
 from pafka.cli.target import add_target_arguments, admin_client, resolve
 from pafka.errors import (
     ConfigError,
@@ -70,11 +72,13 @@ def register(sub: Any) -> None:
     mode.add_argument("--execute", action="store_true", help="apply (the default)")
     delete = verbs.add_parser("delete", help="delete an inactive group and its offsets")
     delete.add_argument("group")
+    delete_some = group_offsets_delete.register(verbs)
     for p, handler in (
         (list_, list_groups),
         (describe, describe_group),
         (reset, reset_offsets),
         (delete, delete_group),
+        (delete_some, group_offsets_delete.delete_offsets),
     ):
         add_target_arguments(p)
         p.set_defaults(handler=handler)

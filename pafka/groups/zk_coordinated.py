@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pafka.errors import InconsistentGroupProtocolError
 from pafka.groups.consumer_protocol import Assignment, TopicPartition, encode_assignment
+from pafka.zk.payload_fields import INT32_MAX, is_decimal
 from pafka.zk.znodes import ZkConsumerRegistration
 
 # Kafka lists a group it holds only offsets for with protocol type "", and its admin client
@@ -64,14 +65,30 @@ class ZkConsumers:
         }
 
 
+def partition_number(name: str, *, broker_prefixed: bool = False) -> int | None:
+    """The partition a child of ``offsets/{topic}/`` or ``owners/{topic}/`` names: ``{p}`` as
+    Kafka 0.8 writes both; with ``broker_prefixed`` (owners only) also ``{broker}-{p}``, as
+    Kafka 0.7 (the seeds) and pykafka's BalancedConsumer name owners. None for anything else.
+    """
+    broker, dash, number = name.rpartition("-")
+    if not dash:
+        number = name
+    elif not broker_prefixed or not is_decimal(broker) or broker.startswith("-"):
+        return None
+    if not is_decimal(number) or number.startswith("-") or int(number) > INT32_MAX:
+        return None
+    return int(number)
+
+
 def client_host(consumer_id: str, group: str) -> str:
-    """Kafka 0.8 names a consumer ``{group}_{host}-{start ms}-{uuid prefix}``; the host is
-    the only place it records where the consumer runs."""
+    """Where a consumer runs, from its id, the only place such clients record it: Kafka 0.8
+    names a consumer ``{group}_{host}-{start ms}-{uuid prefix}``, pykafka ``{host}:{uuid}``."""
     rest = consumer_id.removeprefix(f"{group}_")
     parts = rest.rsplit("-", 2)
-    if rest == consumer_id or len(parts) != 3 or not parts[1].isdigit():
-        return ""
-    return f"/{parts[0]}"
+    if rest != consumer_id and len(parts) == 3 and parts[1].isdigit():
+        return f"/{parts[0]}"
+    host, colon, _ = consumer_id.partition(":")
+    return f"/{host}" if colon and host else ""
 
 
 def refuse_join(group: str, consumers: ZkConsumers) -> InconsistentGroupProtocolError:

@@ -407,6 +407,11 @@ class ConsumerGroupZNodes:
         return f"{CONSUMERS}/{group}/owners/{topic}/{partition}"
 
     @staticmethod
+    def broker_owner_path(group: str, topic: str, broker: int, partition: int) -> str:
+        """An owner as Kafka 0.7 (the seeds) and pykafka's BalancedConsumer name it."""
+        return f"{CONSUMERS}/{group}/owners/{topic}/{broker}-{partition}"
+
+    @staticmethod
     def offsets_path(group: str) -> str:
         return f"{CONSUMERS}/{group}/offsets"
 

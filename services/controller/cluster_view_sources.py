@@ -28,9 +28,9 @@ from kazoo.exceptions import NoNodeError
 from pafka.client.cluster import ClusterClient
 from pafka.client.connection import BrokerConnection
 from pafka.errors import CorruptZNodeError, PafkaError
+from pafka.groups.zk_coordinated import partition_number
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
-from pafka.zk.payload_fields import is_decimal
 from pafka.zk.znodes import CONSUMERS, CommittedOffsetZNode, Z
 
 log = logging.getLogger(__name__)
@@ -67,11 +67,14 @@ def read_groups(zk: KazooClient) -> tuple[GroupOffsets, ...]:
         for g in groups
         for t in _result(topics[g], [])
     }
-    payloads = {
-        (g, t, int(p)): zk.get_async(Z.offset_path(g, t, int(p)))
+    numbers = {
+        (g, t): [n for n in map(partition_number, _result(pending, [])) if n is not None]
         for (g, t), pending in partitions.items()
-        for p in _result(pending, [])
-        if is_decimal(p) and int(p) >= 0
+    }
+    payloads = {
+        (g, t, p): zk.get_async(Z.offset_path(g, t, p))
+        for (g, t), ps in numbers.items()
+        for p in ps
     }
     committed: dict[str, dict[TopicPartition, int]] = {g: {} for g in groups}
     for (g, t, p), pending in payloads.items():

@@ -40,6 +40,7 @@ from tests.integration.test_groups_bad_input import (
     NONE,
     GroupConn,
     connect,
+    decode_assignment,
 )
 
 UNKNOWN_SERVER_ERROR = -1
@@ -51,22 +52,33 @@ LIST_V = 4
 class ZkEraConsumer:
     """One Kafka 0.8-style consumer: its own ZooKeeper session, so its nodes are ephemeral."""
 
-    def __init__(self, zk_connect: str, group: str, topic: str, host: str) -> None:
-        self.group, self.topic = group, topic
-        self.consumer_id = f"{group}_{host}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
+    def __init__(
+        self, zk_connect: str, group: str, topic: str, host: str, *, pykafka: bool = False
+    ) -> None:
+        self.group, self.topic, self.pykafka = group, topic, pykafka
+        self.consumer_id = (
+            f"{host}:{uuid.uuid4()}"
+            if pykafka
+            else f"{group}_{host}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
+        )
         self.zk = KazooClient(hosts=zk_connect)
         self.zk.start(timeout=15)
         self.owned: set[int] = set()
 
     def register(self) -> None:
+        """pykafka's BalancedConsumer writes the bare topic name, Kafka 0.8 its JSON."""
         node = ZkConsumerRegistration(self.consumer_id, (self.topic,), "static", 1)
+        data = self.topic.encode() if self.pykafka else node.encode()
         self.zk.ensure_path(Z.ids_path(self.group))
-        self.zk.create(Z.member_path(self.group, self.consumer_id), node.encode(), ephemeral=True)
+        self.zk.create(Z.member_path(self.group, self.consumer_id), data, ephemeral=True)
 
-    def release(self) -> None:
-        for p in sorted(self.owned):
-            self.zk.delete(Z.owner_path(self.group, self.topic, p))
-        self.owned = set()
+    def _owner(self, p: int) -> tuple[str, bytes]:
+        """pykafka names an owner ``{leader}-{partition}`` and writes its consumer id; Kafka 0.8
+        names it by the partition and writes the consumer-thread id."""
+        if self.pykafka:
+            leader = 1  # only the name's form matters to the readers under test
+            return Z.broker_owner_path(self.group, self.topic, leader, p), self.consumer_id.encode()
+        return Z.owner_path(self.group, self.topic, p), f"{self.consumer_id}-0".encode()
 
     def claim(self) -> None:
         """The seeds' range assignment over the registered consumers (every consumer computes
@@ -78,8 +90,8 @@ class ZkEraConsumer:
         mine = range(start, start + share + (1 if me < extra else 0))
         self.zk.ensure_path(Z.owners_topic_path(self.group, self.topic))
         for p in mine:
-            thread = f"{self.consumer_id}-0".encode()
-            self.zk.create(Z.owner_path(self.group, self.topic, p), thread, ephemeral=True)
+            path, data = self._owner(p)
+            self.zk.create(path, data, ephemeral=True)
             self.owned.add(p)
 
     def commit(self, partition: int, offset: int) -> None:
@@ -420,3 +432,81 @@ def test_groups_keep_working_while_another_joins_and_leaves(cluster: ClusterHand
         assert conn.describe().group_state == "Empty"
     finally:
         conn.close()
+
+
+def test_json_offsets_of_older_pafka_migrate_when_the_group_is_loaded(
+    cluster: ClusterHandle,
+) -> None:
+    topic, group = _name("migrate"), _name("migrate-g")
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    legacy = b'{"version":1,"offset":12,"leader_epoch":3,"metadata":"m","commit_timestamp":5}'
+    cluster.zk.create(Z.offset_path(group, topic, 0), legacy, makepath=True)
+    conn = connect(cluster, group)
+    try:
+        code, found = conn.fetch([(topic, 0)])
+        assert (code, found[(topic, 0)]) == (NONE, (12, "m", NONE))
+    finally:
+        conn.close()
+    assert cluster.zk.get(Z.offset_path(group, topic, 0))[0] == b"12"
+    details = json.loads(cluster.zk.get(Z.commit_path(group, topic, 0))[0])
+    assert (details["offset"], details["leader_epoch"], details["metadata"]) == (12, 3, "m")
+
+
+def test_offset_commit_v1_keeps_the_commit_time_it_carries(cluster: ClusterHandle) -> None:
+    topic, group = _name("v1"), _name("v1-g")
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    R = OffsetCommitRequest[1]
+    part = R.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+        partition_index=0, committed_offset=9, commit_timestamp=1_234_567, committed_metadata="v1"
+    )
+    req = R(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        topics=[R.OffsetCommitRequestTopic(name=topic, partitions=[part])],
+    )
+    conn = connect(cluster, group)
+    try:
+        resp = conn.call(req, OffsetCommitResponse, 1)
+        assert [p.error_code for t in resp.topics for p in t.partitions] == [NONE]
+        code, found = conn.fetch([(topic, 0)])
+        assert (code, found[(topic, 0)]) == (NONE, (9, "v1", NONE))
+    finally:
+        conn.close()
+    assert cluster.zk.get(Z.offset_path(group, topic, 0))[0] == b"9"
+    details = json.loads(cluster.zk.get(Z.commit_path(group, topic, 0))[0])
+    assert details["commit_timestamp"] == 1_234_567
+
+
+def test_pykafka_balanced_consumers_are_described_with_their_partitions(
+    cluster: ClusterHandle,
+) -> None:
+    topic, group = _name("pyk"), _name("pyk-g")
+    cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=1)
+    consumers = [
+        ZkEraConsumer(cluster.zk_connect, group, topic, f"pyhost{i}", pykafka=True)
+        for i in range(2)
+    ]
+    try:
+        for c in consumers:
+            c.register()
+        for c in consumers:
+            c.claim()
+        conn = connect(cluster, group)
+        try:
+            described = conn.describe()
+            assert (described.error_code, described.group_state) == (NONE, "Stable")
+            owned = {
+                m.member_id: decode_assignment(bytes(m.member_assignment))
+                for m in described.members
+            }
+            assert owned == {
+                c.consumer_id: frozenset((topic, p) for p in c.owned) for c in consumers
+            }
+            assert {m.client_host for m in described.members} == {"/pyhost0", "/pyhost1"}
+            assert conn.join("", topics=(topic,)).error_code == INCONSISTENT_GROUP_PROTOCOL
+        finally:
+            conn.close()
+    finally:
+        for c in consumers:
+            c.close()

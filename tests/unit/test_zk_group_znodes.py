@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pafka.errors import CorruptZNodeError
-from pafka.groups.zk_coordinated import ZkConsumers, client_host
+from pafka.groups.zk_coordinated import ZkConsumers, client_host, partition_number
 from pafka.zk.znodes import (
     CommittedOffsetZNode,
     GroupCoordinatorZNode,
@@ -192,3 +192,39 @@ def test_zk_consumers_map_threads_to_consumers() -> None:
     assert set(consumers.assignments()) == {"g_a-1-x", "g_a-1-x2"}
     assert client_host("g_myhost-1400-abcd1234", "g") == "/myhost"
     assert client_host("other", "g") == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "prefixed", "expected"),
+    [
+        ("0", False, 0),
+        ("17", True, 17),
+        ("3-5", True, 5),
+        ("3-5", False, None),
+        ("-5", True, None),
+        ("a-5", True, None),
+        ("1-2-3", True, None),
+        ("²", False, None),
+        ("99999999999", False, None),
+        ("", True, None),
+    ],
+)
+def test_partition_names(name: str, prefixed: bool, expected: int | None) -> None:
+    assert partition_number(name, broker_prefixed=prefixed) == expected
+
+
+@given(name=st.text(max_size=12), prefixed=st.booleans())
+def test_partition_names_never_raise(name: str, prefixed: bool) -> None:
+    found = partition_number(name, broker_prefixed=prefixed)
+    assert found is None or 0 <= found <= 2**31 - 1
+
+
+def test_pykafka_registration_and_owner() -> None:
+    """pykafka's BalancedConsumer registers with the bare topic name and owns partitions with
+    its consumer id under ``{broker}-{partition}``."""
+    found = decode_registration(G, "host:5f0c", b"orders")
+    assert found == ZkConsumerRegistration("host:5f0c", ("orders",))
+    owner = PartitionOwnerZNode.decode(Z.owner_path(G, "orders", 0), b"host:5f0c")
+    consumers = ZkConsumers({"host:5f0c": found}, {("orders", 0): owner.member_id})
+    assert consumers.owned() == {"host:5f0c": {("orders", 0)}}
+    assert client_host("host:5f0c", G) == "/host"

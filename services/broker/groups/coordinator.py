@@ -34,7 +34,7 @@ from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo
 from pafka.zk.znodes import now_ms as wall_ms
-from services.broker.groups import store
+from services.broker.groups import shared_registry, store
 from services.broker.groups.config import GroupConfig
 from services.broker.groups.runtime import GroupRuntime, now_ms
 from services.broker.groups.store import GroupSnapshot, GroupWrite
@@ -176,6 +176,13 @@ class GroupCoordinator:
             len(rt.meta.members),
             now_ms() - last_contact_ms,
         )
+        if snapshot.json_offsets:
+            async with rt.lock:
+                # Migrated on first load, so ZooKeeper-era readers see bare offsets from now on.
+                write = rt.write()
+                for tp in sorted(snapshot.json_offsets):
+                    write.put_offset(tp, rt.offsets[tp], True, tp in rt.commit_nodes)
+                await self.apply(rt, write)
         if rt.meta.members or rt.meta.stale_owners():
             async with rt.lock:
                 write = rt.write()
@@ -251,7 +258,7 @@ class GroupCoordinator:
     async def zk_consumers(self, group: str) -> ZkConsumers:
         """The group's ZooKeeper-coordinated consumers now (read afresh: they are ephemeral)."""
         try:
-            return await self.zk.run(store.zk_consumers, self.zk.kazoo, group)
+            return await self.zk.run(shared_registry.zk_consumers, self.zk.kazoo, group)
         except CorruptZNodeError as exc:
             log.warning("group %r cannot be used: %s", group, exc)
             raise

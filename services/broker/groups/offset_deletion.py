@@ -11,7 +11,7 @@ from pafka.errors import GroupIdNotFoundError, KafkaApiError
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.groups.offset_deletion import deletable_offsets
 from pafka.groups.state import GroupState
-from services.broker.groups import store
+from services.broker.groups import shared_registry
 from services.broker.groups.coordinator import GroupCoordinator
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -37,7 +37,8 @@ async def delete_offsets(
         if not meta.members:
             # Offsets of a member-less group may have moved behind our back (see offsets.py).
             zk = coordinator.zk
-            rt.offsets, rt.commit_nodes = await zk.run(store.read_offsets, zk.kazoo, group_id)
+            stored = await zk.run(shared_registry.read_offsets, zk.kazoo, group_id)
+            rt.offsets, rt.commit_nodes = stored.offsets, stored.commit_nodes
         verdict = deletable_offsets(group_id, state, consumer_group, subscribed, partitions)
         doomed = [tp for tp, error in verdict.items() if error is None and tp in rt.offsets]
         write = rt.write()

@@ -28,7 +28,7 @@ from pafka.errors import (
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.groups.state import GroupState
 from pafka.zk.znodes import CommittedOffsetZNode
-from services.broker.groups import store
+from services.broker.groups import shared_registry
 from services.broker.groups.admission import check_generation, check_member
 from services.broker.groups.coordinator import GroupCoordinator
 from services.broker.groups.runtime import GroupRuntime, now_ms
@@ -133,7 +133,8 @@ class GroupOffsets:
     async def _refresh(self, rt: GroupRuntime) -> None:
         zk = self.coordinator.zk
         try:
-            rt.offsets, rt.commit_nodes = await zk.run(store.read_offsets, zk.kazoo, rt.group_id)
+            stored = await zk.run(shared_registry.read_offsets, zk.kazoo, rt.group_id)
+            rt.offsets, rt.commit_nodes = stored.offsets, stored.commit_nodes
         except CorruptZNodeError as exc:
             log.warning("group %r cannot be used: %s", rt.group_id, exc)
             raise
@@ -167,7 +168,7 @@ class GroupOffsets:
             accepted[tp] = self._node(entry)
             results[tp] = None
         zk = self.coordinator.zk
-        await zk.run(store.write_offsets_unfenced, zk.kazoo, group_id, accepted)
+        await zk.run(shared_registry.write_offsets_unfenced, zk.kazoo, group_id, accepted)
         held = self.coordinator.groups.get(group_id)
         if held is not None:
             held.offsets.update(accepted)
@@ -178,5 +179,5 @@ class GroupOffsets:
         self, group_id: str, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, CommittedOffsetZNode | None]:
         zk = self.coordinator.zk
-        found, _ = await zk.run(store.read_offsets, zk.kazoo, group_id, partitions)
+        found = (await zk.run(shared_registry.read_offsets, zk.kazoo, group_id, partitions)).offsets
         return {tp: found.get(tp) for tp in partitions}

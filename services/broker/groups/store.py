@@ -9,7 +9,6 @@ transaction fails whole with a bad version, and it drops the group.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +19,6 @@ from pafka.errors import CoordinationError, CorruptZNodeError, NotCoordinatorErr
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.zk.client import check_transaction
-from pafka.zk.payload_fields import INT32_MAX, is_decimal
 from pafka.zk.znodes import (
     BROKER_IDS,
     CONSUMERS,
@@ -34,6 +32,8 @@ from pafka.zk.znodes import (
     ZkConsumerRegistration,
     decode_registration,
 )
+from services.broker.groups import shared_registry
+from services.broker.groups.shared_registry import children, partition_paths, read_all
 
 Z = ConsumerGroupZNodes
 UNCLAIMED = -1
@@ -49,6 +49,7 @@ class GroupSnapshot:
     offsets: dict[TopicPartition, CommittedOffsetZNode] = field(default_factory=dict)
     # Partitions whose offset_commits/ node exists (offsets migrated from JSON have none yet).
     commit_nodes: set[TopicPartition] = field(default_factory=set)
+    json_offsets: set[TopicPartition] = field(default_factory=set)
     zk_consumers: ZkConsumers = field(default_factory=lambda: ZkConsumers({}, {}))
 
 
@@ -113,42 +114,13 @@ def claim(zk: KazooClient, group: str, broker_id: int) -> Claim:
         return Claim(group, stat.version + 1, epoch, current)
 
 
-def _children(zk: KazooClient, path: str) -> list[str]:
-    try:
-        return sorted(zk.get_children(path))
-    except NoNodeError:
-        return []
-
-
-def _read_all(zk: KazooClient, paths: Iterable[str]) -> dict[str, bytes]:
-    """Read many znodes with one round trip's latency (kazoo pipelines async requests)."""
-    pending = {path: zk.get_async(path) for path in paths}
-    found: dict[str, bytes] = {}
-    for path, result in pending.items():
-        try:
-            found[path] = bytes(result.get()[0] or b"")  # a node created without data reads None
-        except NoNodeError:
-            continue  # deleted between listing and reading
-    return found
-
-
-def _partition_paths(zk: KazooClient, root: str) -> dict[TopicPartition, str]:
-    paths: dict[TopicPartition, str] = {}
-    for topic in _children(zk, root):
-        for p in _children(zk, f"{root}/{topic}"):
-            # Anything else under a topic is not a partition of ours; left alone, not fatal.
-            if is_decimal(p) and 0 <= int(p) <= INT32_MAX:
-                paths[(topic, int(p))] = f"{root}/{topic}/{p}"
-    return paths
-
-
 def load(zk: KazooClient, group: str) -> GroupSnapshot:
     """The whole group; CorruptZNodeError naming the first node that does not decode."""
     data, _ = zk.get(Z.group_path(group))
     snapshot = GroupSnapshot(group=GroupZNode.decode(group, data or b""))
-    member_paths = {m: Z.member_path(group, m) for m in _children(zk, Z.ids_path(group))}
-    owner_paths = _partition_paths(zk, Z.owners_path(group))
-    raw = _read_all(zk, [*member_paths.values(), *owner_paths.values()])
+    member_paths = {m: Z.member_path(group, m) for m in children(zk, Z.ids_path(group))}
+    owner_paths = partition_paths(zk, Z.owners_path(group), broker_prefixed=True)
+    raw = read_all(zk, [*member_paths.values(), *owner_paths.values()])
     zk_members: dict[str, ZkConsumerRegistration] = {}
     for member, path in member_paths.items():
         if path in raw:
@@ -165,76 +137,16 @@ def load(zk: KazooClient, group: str) -> GroupSnapshot:
             # release: keeping it out of the owners map keeps the broker's hands off it.
             if owner.zk_consumer:
                 zk_owners[tp] = owner.member_id
+            elif path != Z.owner_path(group, *tp):
+                # Ours are named by the partition alone; this one we could never rewrite.
+                raise CorruptZNodeError(path, "a coordinator's owner node not named {partition}")
             else:
                 snapshot.owners[tp] = owner.member_id
-    snapshot.offsets, snapshot.commit_nodes = read_offsets(zk, group)
+    stored = shared_registry.read_offsets(zk, group)
+    snapshot.offsets, snapshot.commit_nodes = stored.offsets, stored.commit_nodes
+    snapshot.json_offsets = stored.json_format
     snapshot.zk_consumers = ZkConsumers(zk_members, zk_owners)
     return snapshot
-
-
-def read_offsets(
-    zk: KazooClient, group: str, partitions: Iterable[TopicPartition] | None = None
-) -> tuple[dict[TopicPartition, CommittedOffsetZNode], set[TopicPartition]]:
-    """Committed offsets (of ``partitions``, or all) and which have an offset_commits/ node."""
-    if partitions is None:
-        offset_paths = _partition_paths(zk, Z.offsets_path(group))
-        commit_paths = _partition_paths(zk, Z.commits_path(group))
-    else:
-        wanted = sorted(set(partitions))
-        offset_paths = {tp: Z.offset_path(group, *tp) for tp in wanted}
-        commit_paths = {tp: Z.commit_path(group, *tp) for tp in wanted}
-    raw = _read_all(zk, [*offset_paths.values(), *commit_paths.values()])
-    offsets: dict[TopicPartition, CommittedOffsetZNode] = {}
-    for tp, path in offset_paths.items():
-        if path in raw:
-            commit_path = commit_paths.get(tp, "")
-            offsets[tp] = CommittedOffsetZNode.decode(
-                path, raw[path], commit_path, raw.get(commit_path)
-            )
-    return offsets, {tp for tp, path in commit_paths.items() if path in raw}
-
-
-def write_offsets_unfenced(
-    zk: KazooClient, group: str, offsets: dict[TopicPartition, CommittedOffsetZNode]
-) -> None:
-    """OffsetCommit v0 as Kafka 2.x serves it on any broker: straight into ZooKeeper, no
-    coordinator involved (Kafka 0.8.1 clients send it to whichever broker they like)."""
-    for tp, node in sorted(offsets.items()):
-        for path, data in (
-            (Z.offset_path(group, *tp), node.encode()),
-            (Z.commit_path(group, *tp), node.encode_commit()),
-        ):
-            try:
-                zk.set(path, data)
-            except NoNodeError:
-                try:
-                    zk.create(path, data, makepath=True)
-                except NodeExistsError:
-                    zk.set(path, data)
-
-
-def zk_consumers(zk: KazooClient, group: str) -> ZkConsumers:
-    """The group's ZooKeeper-coordinated clients as they are now (their nodes are ephemeral,
-    so a snapshot taken when the group was loaded goes stale)."""
-    member_paths = {m: Z.member_path(group, m) for m in _children(zk, Z.ids_path(group))}
-    raw = _read_all(zk, member_paths.values())
-    members: dict[str, ZkConsumerRegistration] = {}
-    for member, path in member_paths.items():
-        if path in raw:
-            found = decode_registration(group, member, raw[path])
-            if isinstance(found, ZkConsumerRegistration):
-                members[member] = found
-    if not members:
-        return ZkConsumers({}, {})
-    owner_paths = _partition_paths(zk, Z.owners_path(group))
-    raw = _read_all(zk, owner_paths.values())
-    owners: dict[TopicPartition, str] = {}
-    for tp, path in owner_paths.items():
-        if path in raw:
-            owner = PartitionOwnerZNode.decode(path, raw[path])
-            if owner.zk_consumer:
-                owners[tp] = owner.member_id
-    return ZkConsumers(members, owners)
 
 
 class GroupWrite:
@@ -329,7 +241,7 @@ def delete_group(zk: KazooClient, claim: Claim) -> None:
     doomed: list[str] = []
 
     def walk(path: str) -> None:
-        for child in _children(zk, path):
+        for child in children(zk, path):
             walk(f"{path}/{child}")
         doomed.append(path)
 
@@ -356,10 +268,10 @@ class ListedGroup:
 
 def list_groups(zk: KazooClient) -> dict[str, ListedGroup]:
     """Every group in ZooKeeper; a group whose nodes do not decode carries its error."""
-    groups = _children(zk, CONSUMERS)
-    nodes = _read_all(zk, [Z.group_path(g) for g in groups])
-    claims = _read_all(zk, [Z.coordinator_path(g) for g in groups])
-    brokers = {int(b) for b in _children(zk, BROKER_IDS) if b.isdigit()}
+    groups = children(zk, CONSUMERS)
+    nodes = read_all(zk, [Z.group_path(g) for g in groups])
+    claims = read_all(zk, [Z.coordinator_path(g) for g in groups])
+    brokers = {int(b) for b in children(zk, BROKER_IDS) if b.isdigit()}
     found: dict[str, ListedGroup] = {}
     for g in groups:
         raw_claim = claims.get(Z.coordinator_path(g))
