@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.compat import scenarios
-from tests.compat.drivers import Driver, go_driver
+from tests.compat.drivers import Driver, DriverError, go_driver, make_records
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +57,26 @@ def test_group_newest(newest: Driver, compat_cluster) -> None:
 
 def test_commit_fetch_offsets(sarama: Driver, compat_cluster) -> None:
     scenarios.check_commit_fetch(sarama, compat_cluster)
+
+
+def test_zstd_in_produce_v3_refused_as_kafka_does(newest: Driver, compat_cluster) -> None:
+    """Sarama 1.22 sends zstd batches in Produce v3; Kafka accepts zstd only from v7 and answers
+    UNSUPPORTED_COMPRESSION_TYPE, and so must pafka (nothing is appended)."""
+    topic = scenarios.unique("zstd-v3")
+    compat_cluster.create_topic(topic, partitions=1, replication_factor=2)
+    with pytest.raises(DriverError, match="does not support the compression type"):
+        newest.run(
+            "produce",
+            bootstrap=compat_cluster.bootstrap,
+            topic=topic,
+            codec="zstd",
+            records=make_records(1, 3, seed=7),
+        )
+    sent = make_records(1, 2, seed=8)
+    newest.run(
+        "produce", bootstrap=compat_cluster.bootstrap, topic=topic, codec="none", records=sent
+    )
+    got = newest.run(
+        "consume", bootstrap=compat_cluster.bootstrap, topic=topic, partition=0, offset=0, count=2
+    )["records"]
+    assert [r["offset"] for r in got] == [0, 1]

@@ -151,6 +151,16 @@ class Driver:
         finally:
             consumer.stop()
 
+    def describe(self) -> dict[str, Any]:
+        group = self.args["group"]
+        coordinator = self.client.cluster.get_group_coordinator(group.encode())
+        described = coordinator.describe_groups([group.encode()]).groups[group.encode()]
+        return {
+            "state": described.state.decode(),
+            "protocol_type": described.protocol_type.decode(),
+            "members": len(described.members),
+        }
+
     def group(self) -> dict[str, Any]:
         args = self.args
         first: list[dict[str, Any]] = []
@@ -185,6 +195,7 @@ class Driver:
         for t in threads.values():
             t.start()
         wait_for(lambda: len(first) >= args["first"] or bool(errors), "the first records")
+        described = self.describe()
         stop["b"].set()
         threads["b"].join(TIMEOUT_S)
         sink[0] = second
@@ -197,7 +208,7 @@ class Driver:
         return {
             "first": first,
             "second": second,
-            "describe": None,
+            "describe": described,
             "committed": self.fetch_offsets()["offsets"],
         }
 
