@@ -159,7 +159,9 @@ func consume(a args) interface{} {
 func groupReader(a args) *kafka.Reader {
 	return kafka.NewReader(kafka.ReaderConfig{
 		Brokers: brokers(a), GroupID: a.Group, Topic: a.Topic, MaxWait: 200 * time.Millisecond,
-		HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 10 * time.Second,
+		// kafka-go 0.2 sends no LeaveGroup when a Reader closes: a member that leaves is
+		// noticed when its session ends, so the session is Kafka's minimum.
+		HeartbeatInterval: 500 * time.Millisecond, SessionTimeout: 6 * time.Second,
 	})
 }
 
@@ -207,14 +209,18 @@ func group(a args) interface{} {
 		}
 	}
 	waitFor(&first, a.First, "the first records")
+	// Phases on stderr, shown when a test fails.
+	fmt.Fprintln(os.Stderr, time.Now().Format(time.StampMilli), "first records read; b leaves")
 	cancel["b"]()
 	<-done["b"]
 	check(readers["b"].Close())
 	mu.Lock()
 	phase = &second
 	mu.Unlock()
+	fmt.Fprintln(os.Stderr, time.Now().Format(time.StampMilli), "b left")
 	produceRecords(a, a.Second, "none")
 	waitFor(&second, len(a.Second), "the second records")
+	fmt.Fprintln(os.Stderr, time.Now().Format(time.StampMilli), "second records read; a leaves")
 	cancel["a"]()
 	<-done["a"]
 	check(readers["a"].Close())
