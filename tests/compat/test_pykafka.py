@@ -15,7 +15,7 @@ from tests.compat.drivers import PYKAFKA_PYTHON, Driver, python_driver
 def pykafka() -> Driver:
     if not PYKAFKA_PYTHON.exists():
         raise RuntimeError(f"{PYKAFKA_PYTHON} is missing: run `make deps`")
-    return python_driver("pykafka", "pykafka_driver.py", python=PYKAFKA_PYTHON)
+    return python_driver("pykafka", "pykafka_driver.py", "0.9.0", python=PYKAFKA_PYTHON)
 
 
 def test_metadata(pykafka: Driver, compat_cluster) -> None:
@@ -29,6 +29,13 @@ def test_create_topic(pykafka: Driver, compat_cluster) -> None:
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
 def test_produce_consume(pykafka: Driver, codec: str, compat_cluster) -> None:
     scenarios.check_produce_consume(pykafka, pykafka, compat_cluster, codec)
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
+def test_produce_consume_0_10(pykafka: Driver, codec: str, compat_cluster) -> None:
+    # broker_version 0.10.0: magic 1 messages through Produce v2, Fetch v2.
+    newer = python_driver("pykafka 0.10", "pykafka_driver.py", "0.10.0", python=PYKAFKA_PYTHON)
+    scenarios.check_produce_consume(newer, newer, compat_cluster, codec)
 
 
 def test_consume_from_offset(pykafka: Driver, compat_cluster) -> None:

@@ -1,8 +1,10 @@
-"""pykafka driver of the compatibility suite: ``pykafka_driver.py OP 'JSON'``, run by the Python
-of pykafka's own environment (pykafka 2.8 pins kazoo 2.5, pafka kazoo 2.11). The contract is in
-tests/compat/drivers.py. pykafka speaks Kafka 0.9's protocol by default (Produce v0 and magic 0,
-Fetch v0, OffsetCommit v1); its groups are the BalancedConsumer with ``managed=False``, whose
-members rebalance among themselves through ZooKeeper (the seeds' algorithm)."""
+"""pykafka driver of the compatibility suite: ``pykafka_driver.py BROKER_VERSION OP 'JSON'``
+(pykafka's ``broker_version``: "0.9.0", its default, or "0.10.0"), run by the Python of pykafka's
+own environment (pykafka 2.8 pins kazoo 2.5, pafka kazoo 2.11). The contract is in
+tests/compat/drivers.py. At 0.9.0 pykafka speaks Kafka 0.9's protocol (Produce v0 and magic 0,
+Fetch v0, OffsetCommit v1), at 0.10.0 magic 1 through Produce v2 and Fetch v2; its groups are the
+BalancedConsumer with ``managed=False``, whose members rebalance among themselves through
+ZooKeeper (the seeds' algorithm)."""
 
 from __future__ import annotations
 
@@ -47,9 +49,10 @@ def wait_for(predicate: Any, what: str) -> None:
 
 
 class Driver:
-    def __init__(self, args: dict[str, Any]) -> None:
+    def __init__(self, broker_version: str, args: dict[str, Any]) -> None:
         self.args = args
-        self.client = KafkaClient(hosts=args["bootstrap"])
+        self.broker_version = broker_version
+        self.client = KafkaClient(hosts=args["bootstrap"], broker_version=broker_version)
 
     def topic(self) -> Any:
         return self.client.topics[self.args["topic"]]
@@ -172,7 +175,7 @@ class Driver:
         def member(name: str) -> None:
             try:
                 # The client must outlive the consumer: pykafka holds it through weak references.
-                client = KafkaClient(hosts=args["bootstrap"])
+                client = KafkaClient(hosts=args["bootstrap"], broker_version=self.broker_version)
                 consumer = client.topics[args["topic"]].get_balanced_consumer(
                     consumer_group=args["group"],
                     zookeeper_connect=args["zookeeper"],
@@ -216,8 +219,8 @@ class Driver:
 def main() -> None:
     # On stderr, shown when a test fails: pykafka logs its rebalances and commit errors.
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    op, raw = sys.argv[1:3]
-    print(json.dumps(getattr(Driver(json.loads(raw)), op)()))
+    version, op, raw = sys.argv[1:4]
+    print(json.dumps(getattr(Driver(version, json.loads(raw)), op)()))
 
 
 if __name__ == "__main__":
