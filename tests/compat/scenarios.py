@@ -75,6 +75,7 @@ def check_group(
     *,
     describes: bool = True,
     commits_reported: bool = True,
+    offsets_reader: Driver | None = None,
     partitions: int = 4,
 ) -> dict[str, Any]:
     """Two members share the partitions; after one leaves, the other reads everything new."""
@@ -112,6 +113,16 @@ def check_group(
         assert described["state"] == "Stable"
     if commits_reported:
         assert result["committed"] == {str(p): 8 for p in range(partitions)}
+    if offsets_reader is not None:
+        # The client cannot fetch offsets itself: another client reads what the group committed.
+        committed = offsets_reader.run(
+            "fetch_offsets",
+            bootstrap=cluster.bootstrap,
+            group=group,
+            topic=topic,
+            partitions=list(range(partitions)),
+        )["offsets"]
+        assert committed == {str(p): 8 for p in range(partitions)}
     return {**result, "topic": topic, "group": group}
 
 
