@@ -9,7 +9,7 @@ export PAFKA_HOME ?= $(CURDIR)/.pafka
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: up down status test test-faults lint bench bench-scale system-deps deps clean
+.PHONY: up down status test test-faults lint bench bench-scale system-deps compat-system-deps deps test-deps clean
 
 # ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
 # (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin.
@@ -24,13 +24,47 @@ system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# The client compatibility suite (tests/compat/, part of `make test`): kcat, Node for kafkajs,
+# and Go with Debian's Sarama and kafka-go sources (built offline in GOPATH mode from
+# /usr/share/gocode).
+GOCODE := /usr/share/gocode/src/github.com
+compat-system-deps:
+	@missing=""; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	command -v go >/dev/null || missing="$$missing golang-go"; \
+	[ -d $(GOCODE)/Shopify/sarama ] || missing="$$missing golang-github-shopify-sarama-dev"; \
+	[ -d $(GOCODE)/segmentio/kafka-go ] || missing="$$missing golang-github-segmentio-kafka-go-dev"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing from Debian:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
 	$(PYTHON) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The compatibility suite's clients beside the Python environment: pykafka in an environment of
+# its own (it pins kazoo 2.5), kafkajs from the committed lockfile.
+PYKAFKA_STAMP := $(VENV)/compat/pykafka/.installed
+KAFKAJS_STAMP := tests/compat/kafkajs/node_modules/.installed
+
+$(PYKAFKA_STAMP): tests/compat/pykafka-requirements.txt $(STAMP)
+	python3 -m venv $(VENV)/compat/pykafka
+	$(VENV)/compat/pykafka/bin/pip install -q -r tests/compat/pykafka-requirements.txt
+	touch $@
+
+$(KAFKAJS_STAMP): tests/compat/kafkajs/package-lock.json
+	cd tests/compat/kafkajs && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 deps: system-deps $(STAMP)
+
+test-deps: deps compat-system-deps $(PYKAFKA_STAMP) $(KAFKAJS_STAMP)
 
 up: deps
 	$(PAFKA) cluster up --brokers 3 --controllers 2
@@ -58,7 +92,7 @@ lint: deps
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-test: deps lint
+test: test-deps lint
 	$(VENV)/bin/pytest -q
 
 test-faults: deps

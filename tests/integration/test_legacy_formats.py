@@ -18,9 +18,8 @@ OLD_APIS = {"0.8.2": (0, 8, 2), "0.10": (0, 10)}
 # The versions kafka-python sends as those clients: magic 0 for 0.8.2, magic 1 for 0.10.
 OLD_PRODUCE_VERSION = {"0.8.2": 0, "0.10": 2}
 OLD_FETCH_VERSION = {"0.8.2": 0, "0.10": 2}
-# kafka-python writes magic 0 lz4 only with the xxhash package, which the test venv lacks;
-# magic 0 lz4 is covered by the unit tests' golden frames.
-OLD_CODECS = {"0.8.2": ["none", "gzip", "snappy"], "0.10": ["none", "gzip", "snappy", "lz4"]}
+# kafka-python writes magic 0 lz4 (Kafka 0.8's framing) with the xxhash package (dev extra).
+OLD_CODECS = {"0.8.2": ["none", "gzip", "snappy", "lz4"], "0.10": ["none", "gzip", "snappy", "lz4"]}
 CASES = [(api, codec) for api, codecs in OLD_CODECS.items() for codec in codecs]
 RECORDS = 40
 
@@ -206,6 +205,8 @@ def test_downconversion_disabled_refuses_old_fetches_only(cluster: Any) -> None:
     # a topic configured for zstd is closed to them whatever it holds (Kafka: Fetch < v10)
     zstd = _topic(cluster, "legacy-zstd-topic", {"compression.type": "zstd"})
     assert _fetch(cluster, zstd, 3).error_code == 76  # UNSUPPORTED_COMPRESSION_TYPE
+    # and so is it to v2 consumers below Fetch v10 (KIP-110), by the topic's config
+    assert [_fetch(cluster, zstd, v).error_code for v in (4, 9, 10)] == [76, 76, 0]
     # an old producer still writes to it: up-conversion is not down-conversion
     from kafka import KafkaProducer
 
@@ -356,3 +357,19 @@ def test_magic_0_lz4_both_ways(cluster: Any) -> None:
     frame = wrappers[0].value or b""
     assert frame[6] == (xxh32_short(frame[:6]) >> 8) & 0xFF  # KAFKA-3160's checksum
     assert [(m.key, m.value) for m in iter_records(part.records)] == sent
+
+
+def test_zstd_batches_need_produce_v7(cluster: Any) -> None:
+    """Kafka refuses a zstd batch in Produce v3-v6 (UNSUPPORTED_COMPRESSION_TYPE): producers that
+    old cannot have meant it (KIP-110)."""
+    from pafka.records.batch import Codec
+    from pafka.records.encoding import build_batch
+
+    topic = _topic(cluster, "legacy-zstd-produce")
+    batch = build_batch([(b"k", b"zstd" * 50, ())], compression=Codec.ZSTD)
+    plain = build_batch([(b"k", b"plain", ())])
+    assert [_produce(cluster, topic, v, batch).error_code for v in (0, 3, 6)] == [76, 76, 76]
+    assert _produce(cluster, topic, 6, plain).error_code == 0
+    assert _produce(cluster, topic, 7, batch).base_offset == 1
+    rows = _confluent_read(cluster, topic, 2)
+    assert [r for _, r, _ in rows] == [(b"k", b"plain"), (b"k", b"zstd" * 50)]

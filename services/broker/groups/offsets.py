@@ -2,8 +2,10 @@
 
 A member's commit is accepted only for its group's current generation and only for partitions
 it owns, so a member that was fenced out by a rebalance cannot move a position that now belongs
-to someone else. A commit with no member (generation -1) is what standalone consumers and admin
-tools send; it is accepted only while the group has no members.
+to someone else. A commit without a generation (below 0) is what standalone consumers, admin tools
+and ZooKeeper-coordinated clients (pykafka's BalancedConsumer, with its own consumer id as the
+member id) send; as in Kafka, it is accepted, whatever the member id, while the group has no
+Kafka-protocol members.
 
 A group without Kafka-protocol members may have its offsets moved behind the coordinator's
 back (ZooKeeper-coordinated consumers commit straight to ZooKeeper, and so does OffsetCommit
@@ -33,8 +35,6 @@ from services.broker.groups.admission import check_generation, check_member
 from services.broker.groups.coordinator import GroupCoordinator
 from services.broker.groups.runtime import GroupRuntime, now_ms
 
-NO_GENERATION = -1
-
 log = logging.getLogger(__name__)
 
 
@@ -61,11 +61,11 @@ class GroupOffsets:
     ) -> dict[TopicPartition, KafkaApiError | None]:
         """Per-partition outcome; a whole-request problem (unknown member, stale generation)
         is raised and applies to every partition."""
-        simple = generation == NO_GENERATION and not member_id and instance_id is None
-        # Only a commit without a member may bring a group into being; one claiming a
+        simple = generation < 0
+        # Only a commit without a generation may bring a group into being; one claiming a
         # generation of a group that does not exist comes from an older life of it.
         rt = await self.coordinator.group(group_id, create=simple)
-        if rt is None and generation == NO_GENERATION:
+        if rt is None and simple:
             raise UnknownMemberIdError(f"group {group_id!r} has no member {member_id!r}")
         if rt is None:
             raise IllegalGenerationError(f"group {group_id!r} has no generation {generation}")
@@ -95,12 +95,12 @@ class GroupOffsets:
     ) -> str | None:
         """The member whose ownership each partition is checked against (None: no member)."""
         meta = rt.meta
-        if generation == NO_GENERATION and not member_id and instance_id is None:
-            if meta.members:
-                raise UnknownMemberIdError(
-                    f"group {rt.group_id!r} has members; commits must come from one of them"
-                )
+        if generation < 0 and not meta.members:
             return None
+        if generation < 0 and not member_id and instance_id is None:
+            raise UnknownMemberIdError(
+                f"group {rt.group_id!r} has members; commits must come from one of them"
+            )
         member = check_member(rt, member_id, instance_id)
         check_generation(rt, generation)
         if meta.state is GroupState.COMPLETING_REBALANCE:

@@ -18,7 +18,12 @@ from pafka.protocol.fetch_codec import (
 )
 from pafka.storage.region import FileRegion
 from services.broker.handlers.context import RequestContext
-from services.broker.handlers.conversion import FIRST_V2_FETCH_VERSION, read_legacy
+from services.broker.handlers.conversion import (
+    FIRST_V2_FETCH_VERSION,
+    FIRST_ZSTD_FETCH_VERSION,
+    check_zstd_readable,
+    read_legacy,
+)
 from services.broker.partition import ReadResult
 
 CONSUMER_REPLICA_ID = -1
@@ -71,8 +76,10 @@ def _read_one(
     min_region_bytes = SEPARATE_RECORDS_BYTES if as_region else None
     if replica_id < 0:
         partition.check_leader_epoch(item.current_leader_epoch)
-        if ctx.api_version < FIRST_V2_FETCH_VERSION:
-            return read_legacy(ctx, partition, item.offset, limit)
+        if ctx.api_version < FIRST_ZSTD_FETCH_VERSION:
+            check_zstd_readable(ctx, partition)
+            if ctx.api_version < FIRST_V2_FETCH_VERSION:
+                return read_legacy(ctx, partition, item.offset, limit)
         return partition.read(
             item.offset, limit, up_to_high_watermark=True, min_region_bytes=min_region_bytes
         )

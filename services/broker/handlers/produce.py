@@ -15,7 +15,12 @@ from pafka.protocol.produce_codec import (
 )
 from pafka.records.batch import record_count
 from services.broker.handlers.context import RequestContext
-from services.broker.handlers.conversion import FIRST_V2_PRODUCE_VERSION, produced_as_v2
+from services.broker.handlers.conversion import (
+    FIRST_V2_PRODUCE_VERSION,
+    FIRST_ZSTD_PRODUCE_VERSION,
+    produced_as_v2,
+    refuse_zstd,
+)
 from services.broker.partition import AppendResult, Partition
 
 log = logging.getLogger(__name__)
@@ -26,6 +31,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> Pr
     acks = request.acks
     # Produce v0-v2 may carry magic 0 or 1 messages; v3+ carries v2 batches only, unconverted.
     legacy = ctx.api_version < FIRST_V2_PRODUCE_VERSION
+    before_zstd = ctx.api_version < FIRST_ZSTD_PRODUCE_VERSION
     appended: list[tuple[str, Any, Partition | None, AppendResult | PafkaError]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
@@ -36,6 +42,8 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> Pr
                 partition = broker.replicas.leader_partition(name, pdata.index)
                 if legacy:  # after the leader check: a follower converts nothing
                     records = produced_as_v2(ctx, name, records)
+                if before_zstd:
+                    refuse_zstd(records, ctx.api_version)
                 result = partition.append_as_leader(records, acks)
             except PafkaError as exc:
                 appended.append((name, pdata.index, None, exc))
