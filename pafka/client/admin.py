@@ -29,22 +29,10 @@ from pafka.protocol.versions import ApiKey
 CREATE_TOPICS_VERSION = 5
 DELETE_TOPICS_VERSION = 4
 CREATE_PARTITIONS_VERSION = 2
-DESCRIBE_CONFIGS_VERSION = 3
 METADATA_VERSION = 9
 
-TOPIC_RESOURCE = 2
 DEFAULT = -1  # partitions / replication factor: the broker's default
 DEAD = "Dead"
-
-# DescribeConfigs config_source values, named as Kafka's ConfigSource enum.
-CONFIG_SOURCES = {
-    1: "DYNAMIC_TOPIC_CONFIG",
-    2: "DYNAMIC_BROKER_CONFIG",
-    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-    4: "STATIC_BROKER_CONFIG",
-    5: "DEFAULT_CONFIG",
-    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-}
 
 
 @dataclass(frozen=True)
@@ -67,16 +55,6 @@ class CreatedTopic:
     name: str
     partitions: int
     replication_factor: int
-
-
-@dataclass(frozen=True)
-class TopicConfigEntry:
-    name: str
-    value: str | None
-    is_default: bool
-    read_only: bool
-    sensitive: bool
-    source: str
 
 
 @dataclass(frozen=True)
@@ -176,29 +154,8 @@ class AdminClient:
         _raise_for(result.error_code, result.error_message, f"topic {name!r}")
         await self.cluster.refresh([name])
 
-    async def topic_configs(self, name: str) -> list[TopicConfigEntry]:
-        cls = request_class(ApiKey.DESCRIBE_CONFIGS)[DESCRIBE_CONFIGS_VERSION]
-        resource = cls.DescribeConfigsResource(
-            resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=None
-        )
-        response = await self.cluster.call_any(
-            ApiKey.DESCRIBE_CONFIGS,
-            DESCRIBE_CONFIGS_VERSION,
-            cls(resources=[resource], include_synonyms=False, include_documentation=False),
-        )
-        (result,) = response.results
-        _raise_for(result.error_code, result.error_message, f"topic {name!r}")
-        return [
-            TopicConfigEntry(
-                name=c.name,
-                value=c.value,
-                is_default=bool(c.is_default),
-                read_only=bool(c.read_only),
-                sensitive=bool(c.is_sensitive),
-                source=CONFIG_SOURCES.get(c.config_source, "UNKNOWN"),
-            )
-            for c in sorted(result.configs, key=lambda c: c.name)
-        ]
+    async def topic_configs(self, name: str) -> list[configs.ConfigEntry]:
+        return await configs.describe_configs(self.cluster, configs.Resource(configs.TOPIC, name))
 
     # -- configs, records, leaders (pafka.client.configs, pafka.client.maintenance) ---------
 
