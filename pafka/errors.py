@@ -570,3 +570,9 @@ _BY_CODE: dict[int, type[KafkaApiError]] = {
 def for_code(code: int, message: str = "") -> KafkaApiError:
     """The error a wire error code stands for (used where pafka is itself a Kafka client)."""
     return _BY_CODE.get(code, UnknownServerError)(message or f"error code {code}")
+
+
+def wire_error(exc: PafkaError) -> KafkaApiError:
+    """The error a Kafka response carries for ``exc``: itself where it has a wire code, else
+    UNKNOWN_SERVER_ERROR with its text (an I/O or coordination failure inside the broker)."""
+    return exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))

@@ -14,9 +14,8 @@ from pafka.cluster.elect_leaders import ElectionType
 from pafka.errors import (
     ElectionNotNeededError,
     InvalidRequestError,
-    KafkaApiError,
     PafkaError,
-    UnknownServerError,
+    wire_error,
 )
 from pafka.protocol.messages import response_class
 from services.broker.controller_link import call_controller
@@ -45,7 +44,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
         )
         results = [(str(t), int(p), int(c), m) for t, p, c, m in answer["results"]]
     except PafkaError as exc:
-        error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
+        error = wire_error(exc)
         top_error = error.code
         results = [(t, p, error.code, error.message) for t, p in named or []]
     if named is None:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
+from pafka.errors import KafkaApiError, PafkaError, UnknownServerError, wire_error
 from pafka.protocol.fetch_codec import (
     SEPARATE_RECORDS_BYTES,
     FetchableTopicResponse,
@@ -102,7 +102,7 @@ def read_each(
             as_region = budget.regions < MAX_REGIONS_PER_FETCH
             result = _read_one(ctx, item, max(limit, 1), replica_id, as_region)
         except PafkaError as exc:
-            item.error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
+            item.error = wire_error(exc)
             continue
         size = len(result.records)
         if budget.total and size > budget.remaining:

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any
 
-from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
+from pafka.errors import PafkaError, wire_error
 from pafka.protocol.produce_codec import (
     PartitionProduceResponse,
     ProduceRequestBody,
@@ -79,7 +79,7 @@ def _partition_response(
     broker: Any, name: str, index: int, outcome: AppendResult | PafkaError
 ) -> PartitionProduceResponse:
     if isinstance(outcome, PafkaError):
-        error = outcome if isinstance(outcome, KafkaApiError) else UnknownServerError(str(outcome))
+        error = wire_error(outcome)
         broker.metrics.produce_failed(name, error.code)
         return PartitionProduceResponse(
             index=index, error_code=error.code, base_offset=-1, error_message=error.message

@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pafka.errors import KafkaApiError, PafkaError, UnknownServerError
+from pafka.errors import PafkaError, wire_error
 from pafka.protocol.messages import response_class
 from services.broker.controller_link import call_controller
 from services.broker.handlers.context import RequestContext
-
-
-def _wire_error(exc: PafkaError) -> KafkaApiError:
-    return exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
 
 
 async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
@@ -34,7 +30,7 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any
             ctx.broker.zk, "/reassignments", {"partitions": partitions}, request.timeout_ms
         )
     except PafkaError as exc:
-        error = _wire_error(exc)
+        error = wire_error(exc)
         return cls(
             throttle_time_ms=0,
             error_code=ctx.error(error.code),
@@ -66,7 +62,7 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
             ctx.broker.zk, "/reassignments/list", {"partitions": wanted}, request.timeout_ms
         )
     except PafkaError as exc:
-        error = _wire_error(exc)
+        error = wire_error(exc)
         return cls(
             throttle_time_ms=0,
             error_code=ctx.error(error.code),

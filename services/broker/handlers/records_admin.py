@@ -14,11 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from pafka.errors import (
-    KafkaApiError,
     OffsetOutOfRangeError,
     PafkaError,
     PolicyViolationError,
-    UnknownServerError,
+    wire_error,
 )
 from pafka.protocol.messages import response_class
 from services.broker.handlers.context import RequestContext
@@ -64,7 +63,7 @@ async def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
                     part_cls(partition_index=p.partition_index, low_watermark=low, error_code=0)
                 )
             except PafkaError as exc:
-                error = exc if isinstance(exc, KafkaApiError) else UnknownServerError(str(exc))
+                error = wire_error(exc)
                 results.append(
                     part_cls(
                         partition_index=p.partition_index,
