@@ -87,6 +87,10 @@ class TopicConfig:
             max_message_bytes=self.max_message_bytes,
             cleanup_policy=self.cleanup_policy,
             flush_messages=self.flush_messages,
+            delete_retention_ms=self.delete_retention_ms,
+            min_compaction_lag_ms=self.min_compaction_lag_ms,
+            max_compaction_lag_ms=self.max_compaction_lag_ms,
+            min_cleanable_dirty_ratio=self.min_cleanable_dirty_ratio,
         )
 
 
