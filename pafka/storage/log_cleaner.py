@@ -118,12 +118,10 @@ class LogCleaner:
     def __init__(
         self,
         logs: Callable[[], dict[TopicPartition, Log]],
-        high_watermark: Callable[[TopicPartition, Log], int],
         settings: CleanerSettings,
         runner: Runner = run_in_worker_process,
     ) -> None:
         self._logs = logs
-        self._high_watermark = high_watermark
         self.settings = settings
         self.stats = CleanerStats()
         self._runner = runner
@@ -171,7 +169,7 @@ class LogCleaner:
                 _summaries(opened),
                 log_start_offset=opened.log_start_offset,
                 checkpoint=opened.cleaner_offset,
-                high_watermark=self._high_watermark(key, opened),
+                high_watermark=opened.high_watermark,
                 now_ms=now_ms,
                 config=_cleaning_config(opened),
             )
