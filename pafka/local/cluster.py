@@ -206,8 +206,10 @@ class LocalCluster:
             **self.broker_env,
         }
 
-    def _spawn(self, service: ServiceProcess, *, detach: bool) -> None:
-        service.env = self._environment(service)
+    def _spawn(
+        self, service: ServiceProcess, *, detach: bool, extra_env: dict[str, str] | None = None
+    ) -> None:
+        service.env = {**self._environment(service), **(extra_env or {})}
         env = {**os.environ, **service.env, "PYTHONUNBUFFERED": "1"}
         with open(service.log_path, "ab") as log:
             child = subprocess.Popen(
@@ -281,11 +283,15 @@ class LocalCluster:
             self._reap()
             time.sleep(0.05)
 
-    def restart(self, name: str, timeout_s: float = 60.0) -> None:
+    def restart(
+        self, name: str, timeout_s: float = 60.0, extra_env: dict[str, str] | None = None
+    ) -> None:
+        """Stop (SIGTERM) if running, start again and wait until ready; ``extra_env`` is added
+        to this start's environment only (one broker with a test hook, say)."""
         service = self.services[name]
         if service.alive():
             self.kill(name, signal.SIGTERM)
-        self._spawn(service, detach=False)
+        self._spawn(service, detach=False, extra_env=extra_env)
         self.wait_ready(timeout_s, [service])
 
     # -- reporting -------------------------------------------------------------------------------
