@@ -1,0 +1,237 @@
+"""Compacted topics on real processes (issue 17): a cluster of its own (three brokers, a
+controller, a gateway; the tests restart brokers), its cleaner looking for work every 300 ms.
+
+* RF 3: librdkafka writes 100,000 updates over 1,000 keys; every replica, read from its own
+  files, is cleaned to the 1,000 latest records (plus the one the active segment holds) and
+  holds the same latest value of every key at the same offset; librdkafka, kafka-python and
+  the gateway's range reads see exactly the latest values, offsets increasing with gaps; a
+  replica whose cleaner was off cleans later, independently, and leads: the same again;
+  ``retention.ms`` of one second deletes nothing of the compacted topic, while a ``delete``
+  topic beside it loses its old segments.
+* Tombstones are read as such until ``delete.retention.ms`` has passed and the cleaner ran
+  again; then their keys are gone, on every replica.
+* A replica added to a cleaned partition copies the leader's gaps and joins the ISR.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from pafka.admin import topics as admin
+from tests.integration.compaction import (
+    COMPACTED,
+    COMPACTION_BROKER_ENV,
+    Latest,
+    Stored,
+    Writer,
+    assert_increasing,
+    consume_confluent,
+    consume_kafka_python,
+    latest_of,
+    replica_records,
+    topic_name,
+    updates,
+    wait_until,
+)
+from tests.integration.conftest import ClusterHandle, own_cluster
+
+KEYS = 1_000
+ROUNDS = 100
+ROLL_MS = 2_000  # max.compaction.lag.ms: an idle active segment rolls at the next append
+BINARY = "application/vnd.kafka.binary.v2+json"
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    with own_cluster(
+        tmp_path_factory,
+        "compaction",
+        brokers=3,
+        controllers=1,
+        gateways=1,
+        broker_env=COMPACTION_BROKER_ENV,
+    ) as handle:
+        wait_until(lambda: len(handle.broker_ids()) == 3, "every broker registered", 30)
+        yield handle
+
+
+def create(own: ClusterHandle, topic: str, replicas: tuple[int, ...], **config: str) -> None:
+    overrides = {**COMPACTED, "max.compaction.lag.ms": str(ROLL_MS), **config}
+    admin.create_topic(own.zk, topic, -1, -1, overrides, {0: replicas})
+    own.wait_for_leaders(topic, 1)
+
+
+def roll_with(writer: Writer, topic: str, key: bytes, value: bytes) -> None:
+    """One more update after max.compaction.lag.ms, which rolls the active segment: everything
+    before it becomes cleanable."""
+    time.sleep(ROLL_MS / 1000 + 0.5)
+    writer.send(topic, [(key, value)], partition=0)
+
+
+def cleaned_to(
+    own: ClusterHandle, broker: int, topic: str, expected: Latest, most: int
+) -> list[Stored]:
+    """Wait until the broker's replica holds exactly ``expected`` as its latest records and at
+    most ``most`` records; its records."""
+    found: list[Stored] = []
+
+    def check() -> bool:
+        nonlocal found
+        found = replica_records(own, broker, topic, 0)
+        return latest_of(found) == expected and len(found) <= most
+
+    wait_until(check, f"broker {broker} cleaned {topic} (has {len(found)} records)")
+    assert_increasing(found, f"broker {broker}'s log")
+    return found
+
+
+def gateway_records(own: ClusterHandle, topic: str) -> list[Stored]:
+    """The partition read through the gateway's range endpoint, page by page."""
+    out: list[Stored] = []
+    offset = 0
+    while True:
+        page = httpx.get(
+            f"{own.gateways[0]}/topics/{topic}/partitions/0/records",
+            params={"offset": offset, "max_records": 300},
+            headers={"Accept": BINARY},
+            timeout=30,
+        )
+        assert page.status_code == 200, page.text
+        body = page.json()
+        out += [
+            Stored(
+                r["offset"],
+                base64.b64decode(r["key"]),
+                None if r["value"] is None else base64.b64decode(r["value"]),
+            )
+            for r in body["records"]
+        ]
+        if body["next_offset"] >= body["high_watermark"]:
+            return out
+        assert body["next_offset"] > offset, f"the gateway's read stalled at {offset}"
+        offset = body["next_offset"]
+
+
+def check_reads(own: ClusterHandle, topic: str, expected: Latest, end: int) -> None:
+    """librdkafka, kafka-python and the gateway read the latest value of every key, offsets
+    strictly increasing with gaps."""
+    for name, records in (
+        ("librdkafka", consume_confluent(own, topic, 0, end)),
+        ("kafka-python", consume_kafka_python(own, topic, 0, end)),
+        ("gateway", gateway_records(own, topic)),
+    ):
+        assert_increasing(records, name)
+        assert latest_of(records) == expected, f"{name} read other latest values"
+        assert len(records) < end / 10, f"{name} read {len(records)} records of {end}"
+
+
+def test_rf3_compacted_topic_is_cleaned_on_every_replica_and_reads_see_latest_values(
+    own: ClusterHandle,
+) -> None:
+    topic = topic_name("compact-rf3")
+    # Broker 3, the preferred leader, has its cleaner off while the topic is written: it
+    # cleans later than the others and then leads.
+    create(own, topic, (3, 1, 2), **{"retention.ms": "1000"})
+    own.local.restart("broker-3", extra_env={"PAFKA_BROKER_LOG_CLEANER_ENABLE": "false"})
+    wait_until(lambda: 3 in own.partition_state(topic, 0).isr, "broker 3 back in the ISR")
+    # A delete topic beside it: the same one-second retention does delete its segments.
+    control = topic_name("delete-control")
+    admin.create_topic(
+        own.zk, control, 1, 3, {"segment.bytes": "1024", "retention.ms": "1000"}, None
+    )
+    own.wait_for_leaders(control, 1)
+
+    writer = Writer(own)
+    started = time.monotonic()
+    writer.send(topic, updates(KEYS, ROUNDS), partition=0)
+    for _ in range(12):  # a batch each: segments of about three
+        writer.send(control, [(b"c", b"x" * 200)], partition=0)
+    roll_with(writer, topic, b"key-00000", b"final")
+    expected = writer.of(topic)
+    assert len(expected) == KEYS
+    end = max(offset for offset, _ in expected.values()) + 1
+    assert end == KEYS * ROUNDS + 1
+
+    # The cleaned section keeps one record per key; the active segment holds the last update.
+    cleaned = {b: cleaned_to(own, b, topic, expected, KEYS + 1) for b in (1, 2)}
+    assert cleaned[1] == cleaned[2]
+    late = replica_records(own, 3, topic, 0)
+    assert latest_of(late) == expected
+    assert len(late) == end, "broker 3 cleaned with its cleaner off"
+    check_reads(own, topic, expected, end)
+
+    # Broker 3 cleans (its cleaner on again), then leads: the same values at the same offsets.
+    own.local.restart("broker-3")
+    assert cleaned_to(own, 3, topic, expected, KEYS + 1) == cleaned[1]
+    wait_until(lambda: 3 in own.partition_state(topic, 0).isr, "broker 3 back in the ISR")
+    admin.request_preferred_election(own.zk, [(topic, 0)])
+    wait_until(lambda: own.partition_state(topic, 0).leader == 3, "broker 3 leads")
+    check_reads(own, topic, expected, end)
+
+    # Retention of one second applies to the delete topic only, long after it expired.
+    wait_until(
+        lambda: replica_records(own, 1, control, 0)[0].offset > 0, "retention deletes segments"
+    )
+    time.sleep(max(0.0, started + 6 - time.monotonic()))  # six retention periods at least
+    for broker in (1, 2, 3):
+        assert latest_of(replica_records(own, broker, topic, 0)) == expected
+
+
+def test_tombstones_are_read_until_delete_retention_then_their_keys_disappear(
+    own: ClusterHandle,
+) -> None:
+    topic = topic_name("compact-tomb")
+    retention_ms = 8_000
+    create(own, topic, (1, 2, 3), **{"delete.retention.ms": str(retention_ms)})
+    writer = Writer(own)
+    writer.send(topic, updates(200, 5), partition=0)
+    deleted = [b"key-%05d" % k for k in range(0, 200, 2)]
+    writer.send(topic, [(k, None) for k in deleted], partition=0)
+    roll_with(writer, topic, b"key-00001", b"after the deletes")
+    expected = writer.of(topic)
+    assert sum(v is None for _, v in expected.values()) == len(deleted)
+    end = max(offset for offset, _ in expected.values()) + 1
+
+    # Cleaned, tombstones kept: read as records without a value.
+    for broker in (1, 2, 3):
+        cleaned_to(own, broker, topic, expected, 200 + 1)
+    for name, records in (
+        ("librdkafka", consume_confluent(own, topic, 0, end)),
+        ("kafka-python", consume_kafka_python(own, topic, 0, end)),
+    ):
+        assert latest_of(records) == expected, name
+        assert {r.key for r in records if r.value is None} == set(deleted), name
+
+    # Past delete.retention.ms, a clean (due to a new update) removes them.
+    time.sleep(retention_ms / 1000)
+    roll_with(writer, topic, b"key-00003", b"later")
+    expected = {k: v for k, v in writer.of(topic).items() if v[1] is not None}
+    for broker in (1, 2, 3):
+        cleaned_to(own, broker, topic, expected, 100 + 1)
+    end = max(offset for offset, _ in expected.values()) + 1
+    for name, records in (
+        ("librdkafka", consume_confluent(own, topic, 0, end)),
+        ("kafka-python", consume_kafka_python(own, topic, 0, end)),
+    ):
+        assert latest_of(records) == expected, name
+        assert not any(r.key in deleted for r in records), name
+
+
+def test_a_replica_added_to_a_cleaned_partition_copies_its_gaps(own: ClusterHandle) -> None:
+    topic = topic_name("compact-grow")
+    create(own, topic, (1, 2))
+    writer = Writer(own)
+    writer.send(topic, updates(300, 30), partition=0)
+    roll_with(writer, topic, b"key-00000", b"final")
+    expected = writer.of(topic)
+    leader = cleaned_to(own, 1, topic, expected, 300 + 1)
+    admin.reassign_partitions(own.zk, {(topic, 0): (1, 2, 3)})
+    wait_until(lambda: 3 in own.partition_state(topic, 0).isr, "broker 3 joins the ISR")
+    added = replica_records(own, 3, topic, 0)
+    assert latest_of(added) == expected
+    assert [r.offset for r in added] == [r.offset for r in leader]
