@@ -103,10 +103,11 @@ class Writer:
     """An idempotent librdkafka producer (acks=all) that remembers, per topic and partition,
     each key's latest acknowledged value and its offset, from the delivery reports."""
 
-    def __init__(self, cluster: ClusterHandle) -> None:
+    def __init__(self, cluster: ClusterHandle, compression: str = "none") -> None:
         self._producer = Producer(
             {
                 "bootstrap.servers": cluster.bootstrap,
+                "compression.type": compression,
                 "enable.idempotence": True,
                 "acks": "all",
                 "linger.ms": 20,
@@ -246,11 +247,19 @@ def consume_confluent(cluster: ClusterHandle, topic: str, partition: int, end: i
 
 
 def consume_kafka_python(
-    cluster: ClusterHandle, topic: str, partition: int, end: int
+    cluster: ClusterHandle,
+    topic: str,
+    partition: int,
+    end: int,
+    api_version: tuple[int, ...] | None = None,
 ) -> list[Stored]:
-    """kafka-python's records of one partition from the beginning up to offset ``end``."""
+    """kafka-python's records of one partition from the beginning up to offset ``end``; with an
+    old ``api_version`` (0.10: Fetch v3, message format 1) the broker down-converts them."""
     consumer = KafkaConsumer(
-        bootstrap_servers=cluster.bootstrap, enable_auto_commit=False, group_id=None
+        bootstrap_servers=cluster.bootstrap,
+        enable_auto_commit=False,
+        group_id=None,
+        api_version=api_version,
     )
     tp = KafkaTP(topic, partition)
     out: list[Stored] = []

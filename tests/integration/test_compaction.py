@@ -10,12 +10,15 @@ controller, a gateway; the tests restart brokers), its cleaner looking for work 
   topic beside it loses its old segments.
 * Tombstones are read as such until ``delete.retention.ms`` has passed and the cleaner ran
   again; then their keys are gone, on every replica.
-* A replica added to a cleaned partition copies the leader's gaps and joins the ISR.
+* A replica added to a cleaned partition, or restarted with its copy gone, copies the
+  leader's gaps and joins the ISR.
 """
 
 from __future__ import annotations
 
 import base64
+import shutil
+import signal
 import time
 from collections.abc import Iterator
 
@@ -33,6 +36,7 @@ from tests.integration.compaction import (
     consume_confluent,
     consume_kafka_python,
     latest_of,
+    partition_dir,
     replica_records,
     topic_name,
     updates,
@@ -123,6 +127,7 @@ def check_reads(own: ClusterHandle, topic: str, expected: Latest, end: int) -> N
     for name, records in (
         ("librdkafka", consume_confluent(own, topic, 0, end)),
         ("kafka-python", consume_kafka_python(own, topic, 0, end)),
+        ("kafka-python 0.10", consume_kafka_python(own, topic, 0, end, (0, 10, 1))),
         ("gateway", gateway_records(own, topic)),
     ):
         assert_increasing(records, name)
@@ -188,7 +193,7 @@ def test_tombstones_are_read_until_delete_retention_then_their_keys_disappear(
     topic = topic_name("compact-tomb")
     retention_ms = 8_000
     create(own, topic, (1, 2, 3), **{"delete.retention.ms": str(retention_ms)})
-    writer = Writer(own)
+    writer = Writer(own, compression="gzip")
     writer.send(topic, updates(200, 5), partition=0)
     deleted = [b"key-%05d" % k for k in range(0, 200, 2)]
     writer.send(topic, [(k, None) for k in deleted], partition=0)
@@ -203,6 +208,7 @@ def test_tombstones_are_read_until_delete_retention_then_their_keys_disappear(
     for name, records in (
         ("librdkafka", consume_confluent(own, topic, 0, end)),
         ("kafka-python", consume_kafka_python(own, topic, 0, end)),
+        ("kafka-python 0.10", consume_kafka_python(own, topic, 0, end, (0, 10, 1))),
     ):
         assert latest_of(records) == expected, name
         assert {r.key for r in records if r.value is None} == set(deleted), name
@@ -217,12 +223,15 @@ def test_tombstones_are_read_until_delete_retention_then_their_keys_disappear(
     for name, records in (
         ("librdkafka", consume_confluent(own, topic, 0, end)),
         ("kafka-python", consume_kafka_python(own, topic, 0, end)),
+        ("kafka-python 0.10", consume_kafka_python(own, topic, 0, end, (0, 10, 1))),
     ):
         assert latest_of(records) == expected, name
         assert not any(r.key in deleted for r in records), name
 
 
-def test_a_replica_added_to_a_cleaned_partition_copies_its_gaps(own: ClusterHandle) -> None:
+def test_replicas_added_or_restarted_empty_copy_a_cleaned_leaders_gaps(
+    own: ClusterHandle,
+) -> None:
     topic = topic_name("compact-grow")
     create(own, topic, (1, 2))
     writer = Writer(own)
@@ -235,3 +244,12 @@ def test_a_replica_added_to_a_cleaned_partition_copies_its_gaps(own: ClusterHand
     added = replica_records(own, 3, topic, 0)
     assert latest_of(added) == expected
     assert [r.offset for r in added] == [r.offset for r in leader]
+
+    # Broker 2 loses its copy (its disk replaced, say) and fetches it all again.
+    own.local.kill("broker-2", signal.SIGKILL)
+    shutil.rmtree(partition_dir(own, 2, topic, 0))
+    own.local.restart("broker-2")
+    wait_until(lambda: 2 in own.partition_state(topic, 0).isr, "broker 2 back in the ISR")
+    wait_until(
+        lambda: replica_records(own, 2, topic, 0) == leader, "broker 2 holds the leader's records"
+    )
