@@ -162,7 +162,8 @@ def cluster(
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if report.when == "call" and report.failed:
-        handle = item.funcargs.get("cluster") if hasattr(item, "funcargs") else None
-        if isinstance(handle, ClusterHandle):
-            report.sections.append(("pafka process logs", handle.local.dump_logs()))
+        # The shared cluster or a module's own (whatever the fixture's name).
+        for handle in getattr(item, "funcargs", {}).values():
+            if isinstance(handle, ClusterHandle):
+                report.sections.append(("pafka process logs", handle.local.dump_logs()))
     return report
