@@ -6,8 +6,8 @@ controller, a gateway; the tests restart brokers), its cleaner looking for work 
   holds the same latest value of every key at the same offset; librdkafka, kafka-python and
   the gateway's range reads see exactly the latest values, offsets increasing with gaps; a
   replica whose cleaner was off cleans later, independently, and leads: the same again;
-  ``retention.ms`` of one second deletes nothing of the compacted topic, while a ``delete``
-  topic beside it loses its old segments.
+  ``retention.ms`` of one second deletes nothing of the compacted topic, while ``delete`` and
+  ``compact,delete`` topics beside it lose their old segments.
 * Tombstones are read as such until ``delete.retention.ms`` has passed and the cleaner ran
   again; then their keys are gone, on every replica.
 * A replica added to a cleaned partition, or restarted with its copy gone, copies the
@@ -144,18 +144,20 @@ def test_rf3_compacted_topic_is_cleaned_on_every_replica_and_reads_see_latest_va
     create(own, topic, (3, 1, 2), **{"retention.ms": "1000"})
     own.local.restart("broker-3", extra_env={"PAFKA_BROKER_LOG_CLEANER_ENABLE": "false"})
     wait_until(lambda: 3 in own.partition_state(topic, 0).isr, "broker 3 back in the ISR")
-    # A delete topic beside it: the same one-second retention does delete its segments.
-    control = topic_name("delete-control")
-    admin.create_topic(
-        own.zk, control, 1, 3, {"segment.bytes": "1024", "retention.ms": "1000"}, None
-    )
-    own.wait_for_leaders(control, 1)
+    # Topics beside it whose policy has delete: the same one-second retention does delete
+    # their old segments (distinct keys: compaction removes nothing of compact,delete).
+    controls = {policy: topic_name("retention-control") for policy in ("delete", "compact,delete")}
+    for policy, control in controls.items():
+        config = {"cleanup.policy": policy, "segment.bytes": "1024", "retention.ms": "1000"}
+        admin.create_topic(own.zk, control, 1, 3, config, None)
+        own.wait_for_leaders(control, 1)
 
     writer = Writer(own)
     started = time.monotonic()
     writer.send(topic, updates(KEYS, ROUNDS), partition=0)
-    for _ in range(12):  # a batch each: segments of about three
-        writer.send(control, [(b"c", b"x" * 200)], partition=0)
+    for control in controls.values():
+        for i in range(12):  # a batch each: segments of about three
+            writer.send(control, [(b"c%d" % i, b"x" * 200)], partition=0)
     roll_with(writer, topic, b"key-00000", b"final")
     expected = writer.of(topic)
     assert len(expected) == KEYS
@@ -178,10 +180,12 @@ def test_rf3_compacted_topic_is_cleaned_on_every_replica_and_reads_see_latest_va
     wait_until(lambda: own.partition_state(topic, 0).leader == 3, "broker 3 leads")
     check_reads(own, topic, expected, end)
 
-    # Retention of one second applies to the delete topic only, long after it expired.
-    wait_until(
-        lambda: replica_records(own, 1, control, 0)[0].offset > 0, "retention deletes segments"
-    )
+    # Retention of one second applies to the delete policies only, long after it expired.
+    for policy, control in controls.items():
+        wait_until(
+            lambda c=control: replica_records(own, 1, c, 0)[0].offset > 0,  # type: ignore[misc]
+            f"retention deletes segments of the {policy} topic",
+        )
     time.sleep(max(0.0, started + 6 - time.monotonic()))  # six retention periods at least
     for broker in (1, 2, 3):
         assert latest_of(replica_records(own, broker, topic, 0)) == expected
