@@ -51,6 +51,8 @@ COMPACTED = {
 # Suffixes of a clean's files that must never outlive it (layout spells them).
 CLEAN_LEFTOVERS = (layout.CLEANED_SUFFIX, layout.SWAP_SUFFIX, layout.DELETED_SUFFIX)
 
+# max.compaction.lag.ms of the tests' topics: an idle active segment rolls at the next append.
+ROLL_MS = 2_000
 WAIT_S = 120.0
 
 
@@ -208,6 +210,33 @@ def _read_log(directory: Path) -> list[Stored]:
         return records
     finally:
         opened.close_uncleanly()
+
+
+# -- waiting for the cleaner ------------------------------------------------------------------
+
+
+def roll_with(writer: Writer, topic: str, key: bytes, value: bytes) -> None:
+    """One more update after max.compaction.lag.ms, which rolls the active segment: everything
+    before it becomes cleanable."""
+    time.sleep(ROLL_MS / 1000 + 0.5)
+    writer.send(topic, [(key, value)], partition=0)
+
+
+def cleaned_to(
+    cluster: ClusterHandle, broker: int, topic: str, expected: Latest, most: int
+) -> list[Stored]:
+    """Wait until the broker's replica holds exactly ``expected`` as its latest records and at
+    most ``most`` records; its records."""
+    found: list[Stored] = []
+
+    def check() -> bool:
+        nonlocal found
+        found = replica_records(cluster, broker, topic, 0)
+        return latest_of(found) == expected and len(found) <= most
+
+    wait_until(check, f"broker {broker} cleaned {topic} (has {len(found)} records)")
+    assert_increasing(found, f"broker {broker}'s log")
+    return found
 
 
 # -- reading as consumers ----------------------------------------------------------------------

@@ -29,15 +29,18 @@ from pafka.admin import topics as admin
 from tests.integration.compaction import (
     COMPACTED,
     COMPACTION_BROKER_ENV,
+    ROLL_MS,
     Latest,
     Stored,
     Writer,
     assert_increasing,
+    cleaned_to,
     consume_confluent,
     consume_kafka_python,
     latest_of,
     partition_dir,
     replica_records,
+    roll_with,
     topic_name,
     updates,
     wait_until,
@@ -46,7 +49,6 @@ from tests.integration.conftest import ClusterHandle, own_cluster
 
 KEYS = 1_000
 ROUNDS = 100
-ROLL_MS = 2_000  # max.compaction.lag.ms: an idle active segment rolls at the next append
 BINARY = "application/vnd.kafka.binary.v2+json"
 
 
@@ -68,30 +70,6 @@ def create(own: ClusterHandle, topic: str, replicas: tuple[int, ...], **config: 
     overrides = {**COMPACTED, "max.compaction.lag.ms": str(ROLL_MS), **config}
     admin.create_topic(own.zk, topic, -1, -1, overrides, {0: replicas})
     own.wait_for_leaders(topic, 1)
-
-
-def roll_with(writer: Writer, topic: str, key: bytes, value: bytes) -> None:
-    """One more update after max.compaction.lag.ms, which rolls the active segment: everything
-    before it becomes cleanable."""
-    time.sleep(ROLL_MS / 1000 + 0.5)
-    writer.send(topic, [(key, value)], partition=0)
-
-
-def cleaned_to(
-    own: ClusterHandle, broker: int, topic: str, expected: Latest, most: int
-) -> list[Stored]:
-    """Wait until the broker's replica holds exactly ``expected`` as its latest records and at
-    most ``most`` records; its records."""
-    found: list[Stored] = []
-
-    def check() -> bool:
-        nonlocal found
-        found = replica_records(own, broker, topic, 0)
-        return latest_of(found) == expected and len(found) <= most
-
-    wait_until(check, f"broker {broker} cleaned {topic} (has {len(found)} records)")
-    assert_increasing(found, f"broker {broker}'s log")
-    return found
 
 
 def gateway_records(own: ClusterHandle, topic: str) -> list[Stored]:

@@ -25,18 +25,19 @@ from pafka.admin import topics as admin
 from tests.integration.compaction import (
     COMPACTED,
     COMPACTION_BROKER_ENV,
+    ROLL_MS,
     Latest,
     Stored,
     Writer,
     assert_increasing,
     latest_of,
     replica_records,
+    roll_with,
     topic_name,
     updates,
     wait_until,
 )
 from tests.integration.conftest import ClusterHandle, own_cluster
-from tests.integration.test_compaction import ROLL_MS, roll_with
 from tests.integration.test_spark_source import pafka_read, spark
 
 __all__ = ["spark"]  # the session fixture, shared with the source's tests
