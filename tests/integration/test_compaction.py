@@ -3,11 +3,11 @@ controller, a gateway; the tests restart brokers), its cleaner looking for work 
 
 * RF 3: librdkafka writes 100,000 updates over 1,000 keys; every replica, read from its own
   files, is cleaned to the 1,000 latest records (plus the one the active segment holds) and
-  holds the same latest value of every key at the same offset; librdkafka, kafka-python and
-  the gateway's range reads see exactly the latest values, offsets increasing with gaps; a
-  replica whose cleaner was off cleans later, independently, and leads: the same again;
-  ``retention.ms`` of one second deletes nothing of the compacted topic, while ``delete`` and
-  ``compact,delete`` topics beside it lose their old segments.
+  holds the same latest value of every key at the same offset; librdkafka, kafka-python, the
+  gateway's range reads and a REST consumer see exactly the latest values, offsets increasing
+  with gaps; a replica whose cleaner was off cleans later, independently, and leads: the same
+  again; ``retention.ms`` of one second deletes nothing of the compacted topic, while
+  ``delete`` and ``compact,delete`` topics beside it lose their old segments.
 * Tombstones are read as such until ``delete.retention.ms`` has passed and the cleaner ran
   again; then their keys are gone, on every replica.
 * A replica added to a cleaned partition, or restarted with its copy gone, copies the
@@ -50,6 +50,7 @@ from tests.integration.conftest import ClusterHandle, own_cluster
 KEYS = 1_000
 ROUNDS = 100
 BINARY = "application/vnd.kafka.binary.v2+json"
+V2 = "application/vnd.kafka.v2+json"
 
 
 @pytest.fixture(scope="module")
@@ -99,14 +100,45 @@ def gateway_records(own: ClusterHandle, topic: str) -> list[Stored]:
         offset = body["next_offset"]
 
 
+def gateway_consumer_records(own: ClusterHandle, topic: str, end: int) -> list[Stored]:
+    """The partition read by a REST Proxy v2 consumer instance from the beginning to ``end``."""
+    out: list[Stored] = []
+    with httpx.Client(base_url=own.gateways[0], timeout=30, headers={"Content-Type": V2}) as gw:
+        created = gw.post(
+            f"/consumers/{topic}-reader",
+            json={"format": "binary", "auto.offset.reset": "earliest", "auto.commit.enable": False},
+        )
+        assert created.status_code == 200, created.text
+        path = f"/consumers/{topic}-reader/instances/{created.json()['instance_id']}"
+        assigned = gw.post(
+            f"{path}/assignments", json={"partitions": [{"topic": topic, "partition": 0}]}
+        )
+        assert assigned.status_code == 204, assigned.text
+        deadline = time.monotonic() + 120
+        while (not out or out[-1].offset < end - 1) and time.monotonic() < deadline:
+            got = gw.get(f"{path}/records", params={"timeout": 1000}, headers={"Accept": BINARY})
+            assert got.status_code == 200, got.text
+            out += [
+                Stored(
+                    r["offset"],
+                    base64.b64decode(r["key"]),
+                    None if r["value"] is None else base64.b64decode(r["value"]),
+                )
+                for r in got.json()
+            ]
+        assert gw.delete(path).status_code == 204
+    return out
+
+
 def check_reads(own: ClusterHandle, topic: str, expected: Latest, end: int) -> None:
-    """librdkafka, kafka-python and the gateway read the latest value of every key, offsets
-    strictly increasing with gaps."""
+    """librdkafka, kafka-python, the gateway's range reads and a REST consumer read the latest
+    value of every key, offsets strictly increasing with gaps."""
     for name, records in (
         ("librdkafka", consume_confluent(own, topic, 0, end)),
         ("kafka-python", consume_kafka_python(own, topic, 0, end)),
         ("kafka-python 0.10", consume_kafka_python(own, topic, 0, end, (0, 10, 1))),
         ("gateway", gateway_records(own, topic)),
+        ("gateway consumer", gateway_consumer_records(own, topic, end)),
     ):
         assert_increasing(records, name)
         assert latest_of(records) == expected, f"{name} read other latest values"
