@@ -153,6 +153,11 @@ class LogCleaner:
             log.info("clean of %s-%d abandoned: %s", *key, exc)
             return None
         except (KafkaApiError, OSError) as exc:
+            if self._logs().get(key) is not target:
+                # Deleted under the clean (Kafka aborts such a clean): not the data's fault, and
+                # a log of the same name later must be cleaned.
+                log.info("clean of %s-%d abandoned: the log was removed", *key)
+                return None
             log.error("%s-%d cannot be cleaned and is skipped from now on: %s", *key, exc)
             self.stats.uncleanable.add(key)
             return None
