@@ -21,6 +21,7 @@ import shutil
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -267,3 +268,48 @@ def test_replicas_added_or_restarted_empty_copy_a_cleaned_leaders_gaps(
     wait_until(
         lambda: replica_records(own, 2, topic, 0) == leader, "broker 2 holds the leader's records"
     )
+
+
+def clean_workers(parent_pid: int) -> list[int]:
+    """Pids of the cleaner's worker processes a broker runs now."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent_pid and b"pafka.storage.clean_worker" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_topic_deleted_during_a_clean_and_created_again_is_cleaned(own: ClusterHandle) -> None:
+    """Kafka aborts the clean of a deleted log; a log of the same name later is cleaned as any
+    other."""
+    topic = topic_name("compact-again")
+    # Broker 1's cleaner throttled to 1 MB/s: its clean of the whole topic takes seconds.
+    throttled = {"PAFKA_BROKER_LOG_CLEANER_IO_MAX_BYTES_PER_SECOND": str(1_000_000)}
+    own.local.restart("broker-1", extra_env=throttled)
+    try:
+        # Written while the policy is delete, then made compact: one clean of it all.
+        admin.create_topic(own.zk, topic, -1, -1, {"segment.bytes": "65536"}, {0: (1,)})
+        own.wait_for_leaders(topic, 1)
+        Writer(own).send(topic, updates(KEYS, ROUNDS), partition=0)
+        admin.alter_topic_config(own.zk, topic, COMPACTED)
+        broker_pid = own.local.broker(1).pid
+        wait_until(lambda: bool(clean_workers(broker_pid)), "broker 1 cleans", 60)
+        admin.delete_topic(own.zk, topic)
+        wait_until(lambda: topic not in admin.list_topics(own.zk), "the topic is gone", 60)
+        wait_until(lambda: not clean_workers(broker_pid), "the clean ends", 120)
+
+        create(own, topic, (1,))
+        writer = Writer(own)
+        writer.send(topic, updates(100, 10), partition=0)
+        roll_with(writer, topic, b"key-00000", b"final")
+        cleaned_to(own, 1, topic, writer.of(topic), 100 + 1)
+    finally:
+        own.local.restart("broker-1")
