@@ -12,6 +12,7 @@ controller, a gateway; the tests restart brokers), its cleaner looking for work 
   again; then their keys are gone, on every replica.
 * A replica added to a cleaned partition, or restarted with its copy gone, copies the
   leader's gaps and joins the ISR.
+* A topic deleted while a (throttled) clean of it runs, and created again, is cleaned.
 """
 
 from __future__ import annotations
