@@ -242,3 +242,50 @@ def test_produce_v8_names_the_refused_records(cluster: Any) -> None:
     assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [
         (1, reason), (2, reason),
     ]  # fmt: skip
+
+
+# -- the gateway --------------------------------------------------------------------------------
+
+
+def test_gateway_refuses_keyless_records_to_compacted_topics(cluster: Any) -> None:
+    import httpx
+
+    topic = _topic(cluster, "rest-compacted", {"cleanup.policy": "compact"})
+    url = f"{cluster.gateways[0]}/topics/{topic}"
+    headers = {"Content-Type": "application/vnd.kafka.json.v2+json"}
+
+    def post(records: list[dict[str, Any]]) -> httpx.Response:
+        return httpx.post(url, json={"records": records}, headers=headers, timeout=60)
+
+    refused = post([{"key": "a", "value": 1, "partition": 0}, {"value": 2, "partition": 0}])
+    assert refused.status_code == 400, refused.text
+    body = refused.json()
+    assert body["error_code"] == 40001
+    assert "2 of 2 records not written" in body["message"]  # one batch: refused whole
+    reason = f"Compacted topic cannot accept message without key in topic partition {topic}-0."
+    for entry in body["offsets"]:
+        assert (entry["partition"], entry["offset"], entry["error_code"]) == (0, None, 1)
+        assert reason in entry["error"] and "record 1 of its batch" in entry["error"]
+
+    written = post([{"key": "a", "value": 1, "partition": 0}, {"key": "a", "value": None}])
+    assert written.status_code == 200, written.text
+    assert [o["offset"] for o in written.json()["offsets"]] == [0, 1]
+
+
+def test_gateway_reads_show_log_append_time(cluster: Any) -> None:
+    import httpx
+
+    topic = _topic(cluster, "rest-append-time", {"message.timestamp.type": "LogAppendTime"})
+    before_ms = _now_ms()
+    _confluent_produce(cluster, topic, [(b"k", b"1")], codec="zstd")
+    after_ms = _now_ms()
+    response = httpx.get(
+        f"{cluster.gateways[1]}/topics/{topic}/partitions/0/records",
+        params={"offset": 0},
+        headers={"Accept": "application/vnd.kafka.binary.v2+json"},
+        timeout=60,
+    )
+    assert response.status_code == 200, response.text
+    (record,) = response.json()["records"]
+    assert record["timestamp_type"] == "LOG_APPEND_TIME"
+    assert before_ms <= record["timestamp"] <= after_ms
