@@ -7,8 +7,11 @@ Kafka's DescribeConfigs does (values as Kafka prints them, with their source and
 
 Every key of Kafka's ``LogConfig`` that clients commonly set is accepted, so tools that create
 topics with them work. pafka acts on the segment, retention, index, ``max.message.bytes``,
-``min.insync.replicas``, ``unclean.leader.election.enable``, ``message.timestamp.type``,
-``message.downconversion.enable`` and ``flush.messages`` settings; the others (compaction
+``min.insync.replicas``, ``unclean.leader.election.enable``, ``message.downconversion.enable``
+and ``flush.messages`` settings, and on append (``services/broker/append_checks.py``) on
+``message.timestamp.type`` (LogAppendTime batches stamped with the broker's time),
+``message.timestamp.difference.max.ms`` (CreateTime records too far from it refused) and
+``cleanup.policy`` (records without a key refused by compacted topics); the others (compaction
 tuning, ``compression.type`` beyond refusing zstd topics to old fetches, ``preallocate``, ...)
 are validated, stored and reported but do not change behaviour.
 """
