@@ -182,9 +182,7 @@ class Partition:
         headers = [h for _, h in iter_batches(records)]
         if not headers:
             raise UnsupportedVersionError("produce request carries no record batch")
-        records = checked_for_append(
-            records, headers, self.config, now_ms, f"{self.topic}-{self.index}"
-        )
+        records = checked_for_append(records, headers, self.config, now_ms, self.topic, self.index)
         idempotent = [h for h in headers if h.producer_id != NO_PRODUCER_ID]
         if idempotent:
             if len(headers) != 1:
