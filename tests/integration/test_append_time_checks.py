@@ -101,6 +101,9 @@ def test_log_append_time_topics_carry_the_brokers_time(cluster: Any) -> None:
     from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+    from pafka.records.batch import iter_batches
+    from pafka.storage.layout import log_file, partition_dir
+
     topic = _topic(cluster, "append-time", {"message.timestamp.type": "LogAppendTime"})
     before_ms = _now_ms()
     delivered = _confluent_produce(cluster, topic, [(b"a", b"1"), (b"b", b"2")], codec="lz4")
@@ -112,6 +115,10 @@ def test_log_append_time_topics_carry_the_brokers_time(cluster: Any) -> None:
                for k, v in [(b"c", b"3"), (None, b"4")]]  # fmt: skip
     metadata = [f.get(timeout=30) for f in futures]
     producer.close()
+    # Produce v2, a magic 1 message up-converted: stamped the same way.
+    legacy = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", api_version=(0, 10))
+    metadata.append(legacy.send(topic, key=b"e", value=b"5", timestamp_ms=OLD_MS).get(timeout=30))
+    legacy.close()
     after_ms = _now_ms()
 
     # The produce answers carry the append time (log_append_time), as Kafka's do.
@@ -121,9 +128,9 @@ def test_log_append_time_topics_carry_the_brokers_time(cluster: Any) -> None:
         assert kind == TIMESTAMP_LOG_APPEND_TIME and before_ms <= stamp <= middle_ms
     assert all(middle_ms <= m.timestamp <= after_ms for m in metadata)
 
-    messages = _confluent_read(cluster, topic, 4)
+    messages = _confluent_read(cluster, topic, 5)
     assert [(m.key(), m.value()) for m in messages] == [
-        (b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (None, b"4"),
+        (b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (None, b"4"), (b"e", b"5"),
     ]  # fmt: skip
     stamps = [m.timestamp() for m in messages]
     assert all(kind == TIMESTAMP_LOG_APPEND_TIME for kind, _ in stamps)
@@ -133,7 +140,7 @@ def test_log_append_time_topics_carry_the_brokers_time(cluster: Any) -> None:
     assert stamps[2] == stamps[3]
 
     for options in ({}, {"api_version": (0, 10)}):  # v2 batches, then magic 1 down-converted
-        rows = _kafka_python_read(cluster, topic, 4, **options)
+        rows = _kafka_python_read(cluster, topic, 5, **options)
         assert [(r.offset, r.timestamp_type, r.timestamp) for r in rows] == [
             (i, 1, ts) for i, (_, ts) in enumerate(stamps)
         ], options
@@ -147,6 +154,16 @@ def test_log_append_time_topics_carry_the_brokers_time(cluster: Any) -> None:
     assert consumer.offsets_for_times({tp: after_ms + 1})[tp] is None
     assert consumer.offsets_for_times({tp: OLD_MS})[tp].offset == 0  # not the producers' stamps
     consumer.close()
+
+    # Followers keep the leader's stamped bytes: every replica's log is the same, byte for byte.
+    logs = {
+        log_file(partition_dir(d, topic, 0), 0).read_bytes() for d in cluster.broker_data_dirs()
+    }
+    assert len(logs) == 1
+    (log,) = logs
+    assert [(h.log_append_time, h.max_timestamp) for _, h in iter_batches(log)] == [
+        (True, stamps[0][1]), (True, stamps[1][1]), (True, stamps[2][1]), (True, stamps[4][1]),
+    ]  # fmt: skip
 
 
 # -- message.timestamp.difference.max.ms ----------------------------------------------------------
