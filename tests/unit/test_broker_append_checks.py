@@ -8,7 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pafka.cluster.topic_config import TopicConfig, parse_topic_config
-from pafka.errors import CorruptMessageError, InvalidRecordError, InvalidTimestampError
+from pafka.errors import (
+    CorruptMessageError,
+    InvalidRecordError,
+    InvalidRequestError,
+    InvalidTimestampError,
+)
 from pafka.records.batch import (
     ATTRIBUTES_OFFSET,
     CRC,
@@ -74,3 +79,13 @@ def test_producers_setting_log_append_time_are_refused_on_default_topics() -> No
     CRC.pack_into(batch, CRC_OFFSET, crc_of(batch, 0, read_header(batch)))
     with pytest.raises(InvalidTimestampError):
         _check(bytes(batch), TopicConfig())
+
+
+def test_the_difference_limit_is_a_dynamic_broker_default() -> None:
+    from pafka.cluster import broker_config
+
+    key = "log.message.timestamp.difference.max.ms"
+    broker_config.validate({key: "60000"})
+    with pytest.raises(InvalidRequestError):
+        broker_config.validate({key: "-1"})
+    assert broker_config.topic_defaults({key: "5"}) == {"message.timestamp.difference.max.ms": "5"}
