@@ -31,9 +31,9 @@ from pafka.records.batch import (
     read_header,
     validate,
 )
-from pafka.records.conversion import down_convert
+from pafka.records.conversion import down_convert, up_convert
 from pafka.records.encoding import RecordInput, build_batch, decode_records
-from pafka.records.legacy import iter_records
+from pafka.records.legacy import iter_records, write_message, write_wrapper
 
 CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
 NOW_MS = 1_700_000_000_000
@@ -255,3 +255,21 @@ def test_ordinary_batches_pass_with_default_rules() -> None:
     batch = _batch([(None, b"v", ())], [0])
     assert not producer_set_append_time([read_header(batch)])
     assert _refusal(batch, AppendRules()) is None
+
+
+@pytest.mark.parametrize("codec", [Codec.NONE, Codec.GZIP])
+def test_legacy_producers_may_not_set_log_append_time_either(codec: Codec) -> None:
+    inner = bytearray()
+    for i in range(2):
+        write_message(inner, i, 1, b"k", b"v", timestamp=5, attributes=TIMESTAMP_TYPE_BIT)
+    if codec is Codec.NONE:
+        payload = bytes(inner)
+    else:
+        wrapped = bytearray()
+        write_wrapper(wrapped, codec, 1, bytes(inner), 1, timestamp=5, log_append_time=True)
+        payload = bytes(wrapped)
+    with pytest.raises(InvalidTimestampError):
+        up_convert(payload)
+    plain = bytearray()
+    write_message(plain, 0, 1, b"k", b"v", timestamp=5)
+    assert up_convert(bytes(plain)).records_converted == 1
