@@ -152,7 +152,12 @@ class LogCleaner:
         except CleaningAborted as exc:
             log.info("clean of %s-%d abandoned: %s", *key, exc)
             return None
-        except (KafkaApiError, OSError) as exc:
+        except (KafkaStorageError, OSError) as exc:
+            log.error("clean of %s-%d failed, retried later: %s", *key, exc)
+            return None
+        except KafkaApiError as exc:
+            # Its data cannot be cleaned (corrupt, or a codec this broker lacks): Kafka marks
+            # such a partition uncleanable rather than retry it forever.
             log.error("%s-%d cannot be cleaned and is skipped from now on: %s", *key, exc)
             self.stats.uncleanable.add(key)
             return None
