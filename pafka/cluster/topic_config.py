@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from pafka.errors import InvalidConfigError
-from pafka.storage.config import DAY_MS, LogConfig
+from pafka.storage.config import DAY_MS, LogConfig, policy_compacts, policy_deletes
 
 # DescribeConfigs wire values: ConfigSource.
 SOURCE_TOPIC = 1  # TOPIC_CONFIG
@@ -70,11 +70,11 @@ class TopicConfig:
 
     @property
     def compacted(self) -> bool:
-        return "compact" in self.cleanup_policy.split(",")
+        return policy_compacts(self.cleanup_policy)
 
     @property
     def deletes(self) -> bool:
-        return "delete" in self.cleanup_policy.split(",")
+        return policy_deletes(self.cleanup_policy)
 
     def log_config(self) -> LogConfig:
         return LogConfig(
