@@ -40,6 +40,18 @@ class Env:
             raise ConfigError(f"{self.prefix}{name} must be >= {minimum}, got {value}")
         return value
 
+    def number(self, name: str, default: float, *, minimum: float = 0.0) -> float:
+        raw = self.raw(name)
+        if raw is None:
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"{self.prefix}{name} must be a number, got {raw!r}") from None
+        if not value >= minimum:  # also refuses NaN
+            raise ConfigError(f"{self.prefix}{name} must be >= {minimum}, got {raw}")
+        return value
+
     def flag(self, name: str, default: bool) -> bool:
         raw = self.raw(name)
         if raw is None:

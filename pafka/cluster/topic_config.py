@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from pafka.errors import InvalidConfigError
-from pafka.storage.config import DAY_MS, LogConfig
+from pafka.storage.config import DAY_MS, LogConfig, policy_compacts, policy_deletes
 
 # DescribeConfigs wire values: ConfigSource.
 SOURCE_TOPIC = 1  # TOPIC_CONFIG
@@ -73,11 +73,11 @@ class TopicConfig:
 
     @property
     def compacted(self) -> bool:
-        return "compact" in self.cleanup_policy.split(",")
+        return policy_compacts(self.cleanup_policy)
 
     @property
     def deletes(self) -> bool:
-        return "delete" in self.cleanup_policy.split(",")
+        return policy_deletes(self.cleanup_policy)
 
     def log_config(self) -> LogConfig:
         return LogConfig(
@@ -90,6 +90,10 @@ class TopicConfig:
             max_message_bytes=self.max_message_bytes,
             cleanup_policy=self.cleanup_policy,
             flush_messages=self.flush_messages,
+            delete_retention_ms=self.delete_retention_ms,
+            min_compaction_lag_ms=self.min_compaction_lag_ms,
+            max_compaction_lag_ms=self.max_compaction_lag_ms,
+            min_cleanable_dirty_ratio=self.min_cleanable_dirty_ratio,
         )
 
 

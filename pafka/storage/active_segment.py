@@ -31,16 +31,20 @@ class ActiveSegment(Segment):
     time_index: AppendableIndex
 
     def __init__(
-        self, directory: Path, base_offset: int, index_interval_bytes: int, files: FileCache
+        self,
+        directory: Path,
+        base_offset: int,
+        index_interval_bytes: int,
+        files: FileCache,
+        paths: tuple[Path, Path, Path] | None = None,
     ) -> None:
-        log = OwnedFile(layout.log_file(directory, base_offset))
+        """``paths`` (log, index, time index) replace the segment's own names: the cleaner
+        writes a new segment under its ``.cleaned`` names."""
+        log_path, index_path, time_path = paths or layout.segment_files(directory, base_offset)
+        log = OwnedFile(log_path)
         try:
-            offset_index = AppendableIndex(
-                layout.index_file(directory, base_offset), files, OFFSET_ENTRY
-            )
-            time_index = AppendableIndex(
-                layout.time_index_file(directory, base_offset), files, TIME_ENTRY
-            )
+            offset_index = AppendableIndex(index_path, files, OFFSET_ENTRY)
+            time_index = AppendableIndex(time_path, files, TIME_ENTRY)
         except OSError:
             log.close()
             raise

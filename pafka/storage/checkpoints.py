@@ -15,6 +15,12 @@
     recovery_point 1250
     high_watermark 1240
 
+``cleaner-offset-checkpoint`` (compacted logs; same framing, one file per partition)::
+
+    0
+    1
+    first_dirty_offset 1200
+
 Files are replaced atomically (write a temp file, rename). A missing or damaged file reads as
 empty, and every reader then errs on the safe side: recovery point 0 means "scan everything",
 high watermark 0 is raised to the log start, an empty epoch cache is rebuilt by new appends.
@@ -104,3 +110,15 @@ def read_partition_offsets(path: Path) -> PartitionOffsets:
         recovery_point=max(values.get("recovery_point", 0), 0),
         high_watermark=max(values.get("high_watermark", 0), 0),
     )
+
+
+def write_cleaner_offset(path: Path, first_dirty_offset: int) -> None:
+    """Where the next clean's dirty section starts. Not fsynced: a stale value only makes the
+    next clean map more."""
+    _write_atomic(path, [str(VERSION), "1", f"first_dirty_offset {first_dirty_offset}"], sync=False)
+
+
+def read_cleaner_offset(path: Path) -> int:
+    """The checkpointed first dirty offset; 0 (the log start, once bounded) when none."""
+    values = {name: int(value) for name, value in _read_entries(path)}
+    return max(values.get("first_dirty_offset", 0), 0)

@@ -9,6 +9,10 @@
         00000000000000000000.timeindex     time index of that segment
         leader-epoch-checkpoint            epoch → start offset (Kafka's text format)
         partition-offsets-checkpoint       log start offset, recovery point, high watermark
+        cleaner-offset-checkpoint          compacted logs: where the dirty section starts
+        00000000000000000000.log.cleaned   a clean's new segment, before it is swapped in
+        00000000000000000000.swap          a clean's swap manifest: what replaces what
+        00000000000000000042.log.deleted   a replaced segment's file, until it is removed
         .kafka_cleanshutdown               present only while the log is closed cleanly
       {topic}-{partition}.{random}-delete/ a partition being deleted
 
@@ -24,6 +28,9 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 DELETE_DIR_SUFFIX = "-delete"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -33,6 +40,7 @@ SEGMENT_NAME_DIGITS = 20
 
 _PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
 _SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
+_SWAP_FILE = re.compile(r"^(?P<base>\d{20})\.swap$")
 _SEGMENT_ANY = re.compile(r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex)(?P<extra>\..*)?$")
 
 
@@ -79,13 +87,36 @@ def segment_files(directory: Path, base_offset: int) -> tuple[Path, Path, Path]:
     )
 
 
+def with_suffix(path: Path, suffix: str) -> Path:
+    """``path`` with ``suffix`` appended: ``...42.log`` -> ``...42.log.cleaned``."""
+    return path.with_name(path.name + suffix)
+
+
+def cleaned_files(directory: Path, base_offset: int) -> tuple[Path, Path, Path]:
+    """Where a clean writes the segment that will replace the group starting at ``base``."""
+    log_, index, time_index = segment_files(directory, base_offset)
+    return (
+        with_suffix(log_, CLEANED_SUFFIX),
+        with_suffix(index, CLEANED_SUFFIX),
+        with_suffix(time_index, CLEANED_SUFFIX),
+    )
+
+
+def swap_manifest(directory: Path, base_offset: int) -> Path:
+    return directory / (segment_name(base_offset) + SWAP_SUFFIX)
+
+
+def swap_manifests(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if _SWAP_FILE.match(p.name))
+
+
 def stray_files(directory: Path) -> list[Path]:
-    """Leftovers of an interrupted operation: temp files, ``.deleted`` files, and indexes
-    whose ``.log`` is gone."""
+    """Leftovers of an interrupted operation: temp files, ``.deleted`` and ``.cleaned`` files
+    (once swap manifests were dealt with), and indexes whose ``.log`` is gone."""
     logs = set(segment_base_offsets(directory))
     stray = []
     for path in directory.iterdir():
-        if path.name.endswith((TEMP_SUFFIX, DELETED_SUFFIX)):
+        if path.name.endswith((TEMP_SUFFIX, DELETED_SUFFIX, CLEANED_SUFFIX)):
             stray.append(path)
             continue
         parsed = parse_segment_name(path.name)

@@ -32,7 +32,13 @@ from pafka.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRange
 from pafka.records.batch import BatchHeader, assign_offsets, iter_batches, validate
 from pafka.storage import layout, recovery, retention
 from pafka.storage.active_segment import ActiveSegment
-from pafka.storage.checkpoints import PartitionOffsets, write_epochs, write_partition_offsets
+from pafka.storage.checkpoints import (
+    PartitionOffsets,
+    read_cleaner_offset,
+    write_cleaner_offset,
+    write_epochs,
+    write_partition_offsets,
+)
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
 from pafka.storage.files import FileCache
@@ -94,6 +100,8 @@ class Log:
         self._unflushed_messages = 0
         self._lock = threading.Lock()
         self._checkpointed: PartitionOffsets | None = None
+        # Compacted logs: where the cleaner's next dirty section starts.
+        self.cleaner_offset = read_cleaner_offset(directory / layout.CLEANER_OFFSET_CHECKPOINT)
 
     @classmethod
     def open(
@@ -208,9 +216,13 @@ class Log:
         if active.size == 0:
             return False
         entries_limit = self.config.segment_index_bytes // active.time_index.entry_size
+        roll_ms = self.config.segment_ms
+        if self.config.compacted:
+            # The active segment is never cleaned: it rolls in time for max.compaction.lag.ms.
+            roll_ms = min(roll_ms, self.config.max_compaction_lag_ms)
         return (
             active.size + incoming_bytes > self.config.segment_bytes
-            or now_ms - active.created_ms >= self.config.segment_ms
+            or now_ms - active.created_ms >= roll_ms
             or self.log_end_offset + incoming_offsets - active.base_offset > MAX_RELATIVE_OFFSET
             or max(active.offset_index.entries, active.time_index.entries) >= entries_limit - 1
         )
@@ -391,6 +403,33 @@ class Log:
             segment.delete()
         self.epochs.truncate_from_start(self.log_start_offset)
         self.epochs_changed()
+
+    def replace_segments(self, old: list[Segment], swap_files: Callable[[], Segment]) -> bool:
+        """Put the segment ``swap_files`` makes in place of ``old``, consecutive sealed segments
+        of this log (a clean's swap). False, with nothing done, when they are no longer there
+        as they were (truncated, deleted, rolled over)."""
+        if not old:
+            return False
+        try:
+            first = next(i for i, s in enumerate(self.segments) if s is old[0])
+        except StopIteration:
+            return False
+        last = first + len(old)
+        if self.segments[first:last] != old or last >= len(self.segments):
+            return False
+        with self._lock:
+            for segment in old:
+                segment.close()  # forget cached descriptors: the names change hands
+            self.segments[first:last] = [swap_files()]
+            self._bases[first:last] = [old[0].base_offset]
+        return True
+
+    @storage_errors
+    def set_cleaner_offset(self, offset: int) -> None:
+        """Record where the next clean's dirty section starts."""
+        if offset != self.cleaner_offset:
+            write_cleaner_offset(self.directory / layout.CLEANER_OFFSET_CHECKPOINT, offset)
+            self.cleaner_offset = offset
 
     # -- durability ------------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ and only the active segment's batches after its last index entry are read. After
 shutdown every segment holding offsets at or above the recovery point is re-read with CRCs
 checked and its indexes rebuilt; the first torn or corrupt batch ends the log: the rest of its
 segment and every later segment are deleted. Indexes that are missing or fail the sanity check
-are rebuilt in either case.
+are rebuilt in either case. First of all, a clean's swap that a crash interrupted is completed
+or abandoned (:mod:`pafka.storage.swap`), so the segments found are the old ones or the new one.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from pafka.storage import layout
+from pafka.storage import layout, swap
 from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import read_epochs, read_partition_offsets, write_epochs
 from pafka.storage.config import LogConfig
@@ -54,6 +55,8 @@ def recover(
     marker = directory / layout.CLEAN_SHUTDOWN_FILE
     clean = marker.exists() if clean_shutdown_known is None else clean_shutdown_known
     offsets = read_partition_offsets(directory / layout.PARTITION_OFFSETS_CHECKPOINT)
+    # Before strays go: an interrupted clean's .cleaned and .deleted files may still be needed.
+    swap.recover_swaps(directory)
     for stray in layout.stray_files(directory):
         log.info("removing leftover %s", stray)
         stray.unlink(missing_ok=True)

@@ -7,6 +7,9 @@ segment that no rule condemns:
 * retention.bytes: the log without the segment is still at least retention.bytes;
 * log start: every offset of the segment is below the log start offset (DeleteRecords).
 
+The first two apply only when ``delete`` is in the log's ``cleanup.policy``: a compacted log
+keeps every key's latest value however old (its cleaner removes what is superseded).
+
 Never the active (last) segment, and never a segment holding offsets at or above the high
 watermark, so consumers never lose data they could not yet read.
 """
@@ -39,11 +42,16 @@ def segments_to_delete(
         if segment.next_offset > high_watermark:
             break
         too_old = (
-            config.retention_ms >= 0
+            config.deletes
+            and config.retention_ms >= 0
             and segment.max_timestamp >= 0
             and now_ms - segment.max_timestamp > config.retention_ms
         )
-        too_big = config.retention_bytes >= 0 and total - segment.size >= config.retention_bytes
+        too_big = (
+            config.deletes
+            and config.retention_bytes >= 0
+            and total - segment.size >= config.retention_bytes
+        )
         below_start = segment.next_offset <= log_start_offset
         if not (too_old or too_big or below_start):
             break

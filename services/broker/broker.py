@@ -18,6 +18,7 @@ import httpx
 from pafka.cluster.topic_config import (
     SOURCE_STATIC_BROKER,
     TYPE_BOOLEAN,
+    TYPE_DOUBLE,
     TYPE_INT,
     TYPE_LONG,
     TYPE_STRING,
@@ -28,6 +29,7 @@ from pafka.cluster.topic_config import (
 from pafka.control import messages as control
 from pafka.errors import CoordinationError, PafkaError
 from pafka.httpserver import EmbeddedServer, start_http
+from pafka.storage.log_cleaner import LogCleaner
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
@@ -73,6 +75,7 @@ class Broker:
         raise_soft_limit()  # before the logs open: each hosted partition holds a descriptor
         self.descriptors = DescriptorMonitor()
         self.logs = LogManager(settings.data_dir, settings.log)
+        self.cleaner = LogCleaner(lambda: self.logs.logs, settings.cleaner)
         self.followers = FollowerManager(
             FetcherSettings(
                 broker_id=settings.broker_id,
@@ -145,6 +148,8 @@ class Broker:
         await self.groups.start()
         self._tasks.append(asyncio.create_task(self._periodic_checkpoints()))
         self._tasks.append(asyncio.create_task(self._periodic_retention()))
+        if self.settings.cleaner.enabled:
+            self._tasks.append(asyncio.create_task(self.cleaner.run_forever()))
         self._tasks.append(
             asyncio.create_task(
                 self.isr.shrink_loop(lambda: list(self.replicas.partitions.values()))
@@ -238,6 +243,10 @@ class Broker:
                 "retention.ms": str(s.log.retention_ms),
                 "retention.bytes": str(s.log.retention_bytes),
                 "max.message.bytes": str(s.log.max_message_bytes),
+                "delete.retention.ms": str(s.log.delete_retention_ms),
+                "min.compaction.lag.ms": str(s.log.min_compaction_lag_ms),
+                "max.compaction.lag.ms": str(s.log.max_compaction_lag_ms),
+                "min.cleanable.dirty.ratio": str(s.log.min_cleanable_dirty_ratio),
                 **self.dynamic.topic_defaults(),
             }
         )
@@ -287,6 +296,15 @@ class Broker:
             "log.segment.bytes": (s.log.segment_bytes, TYPE_INT),
             "log.retention.ms": (s.log.retention_ms, TYPE_LONG),
             "log.retention.bytes": (s.log.retention_bytes, TYPE_LONG),
+            "log.cleaner.enable": (str(s.cleaner.enabled).lower(), TYPE_BOOLEAN),
+            "log.cleaner.dedupe.buffer.size": (s.cleaner.dedupe_buffer_bytes, TYPE_LONG),
+            "log.cleaner.io.buffer.size": (s.cleaner.io_buffer_bytes, TYPE_INT),
+            "log.cleaner.io.max.bytes.per.second": (
+                s.cleaner.io_max_bytes_per_second,
+                TYPE_DOUBLE,
+            ),
+            "log.cleaner.backoff.ms": (s.cleaner.backoff_ms, TYPE_LONG),
+            "log.cleaner.threads": (1, TYPE_INT),
             "fetch.max.bytes": (s.fetch_max_bytes, TYPE_INT),
             "socket.request.max.bytes": (s.max_request_bytes, TYPE_INT),
             "auto.create.topics.enable": (str(s.auto_create_topics).lower(), TYPE_BOOLEAN),

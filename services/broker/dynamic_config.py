@@ -15,6 +15,7 @@ from pafka.cluster import broker_config
 from pafka.cluster.topic_config import (
     SOURCE_STATIC_BROKER,
     TYPE_BOOLEAN,
+    TYPE_DOUBLE,
     TYPE_INT,
     TYPE_LIST,
     TYPE_LONG,
@@ -46,6 +47,10 @@ _TYPES = {
     "message.max.bytes": TYPE_INT,
     "min.insync.replicas": TYPE_INT,
     "unclean.leader.election.enable": TYPE_BOOLEAN,
+    "log.cleaner.delete.retention.ms": TYPE_LONG,
+    "log.cleaner.min.compaction.lag.ms": TYPE_LONG,
+    "log.cleaner.max.compaction.lag.ms": TYPE_LONG,
+    "log.cleaner.min.cleanable.ratio": TYPE_DOUBLE,
 }
 assert set(_TYPES) == set(broker_config.TOPIC_KEY_OF)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.storage.config import LogConfig
+from pafka.storage.log_cleaner import CleanerSettings
 from services.broker.groups.config import GroupConfig
 
 PREFIX = "PAFKA_BROKER_"
@@ -40,6 +41,7 @@ class BrokerSettings:
     auto_create_topics: bool = True  # auto.create.topics.enable
     delete_topic_enable: bool = True
     log: LogConfig = field(default_factory=LogConfig)
+    cleaner: CleanerSettings = field(default_factory=CleanerSettings)
     groups: GroupConfig = field(default_factory=GroupConfig)
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30_000
@@ -78,6 +80,35 @@ class BrokerSettings:
             max_message_bytes=env.integer(
                 "MESSAGE_MAX_BYTES", defaults.max_message_bytes, minimum=64
             ),
+            delete_retention_ms=env.integer(
+                "LOG_CLEANER_DELETE_RETENTION_MS", defaults.delete_retention_ms
+            ),
+            min_compaction_lag_ms=env.integer(
+                "LOG_CLEANER_MIN_COMPACTION_LAG_MS", defaults.min_compaction_lag_ms
+            ),
+            max_compaction_lag_ms=env.integer(
+                "LOG_CLEANER_MAX_COMPACTION_LAG_MS", defaults.max_compaction_lag_ms, minimum=1
+            ),
+            min_cleanable_dirty_ratio=env.number(
+                "LOG_CLEANER_MIN_CLEANABLE_RATIO", defaults.min_cleanable_dirty_ratio
+            ),
+        )
+        if log.min_cleanable_dirty_ratio > 1:
+            raise ConfigError(f"{PREFIX}LOG_CLEANER_MIN_CLEANABLE_RATIO must be at most 1")
+        c = CleanerSettings()
+        cleaner = CleanerSettings(
+            enabled=env.flag("LOG_CLEANER_ENABLE", c.enabled),
+            dedupe_buffer_bytes=env.integer(
+                "LOG_CLEANER_DEDUPE_BUFFER_SIZE", c.dedupe_buffer_bytes, minimum=1024 * 1024
+            ),
+            io_max_bytes_per_second=env.number(
+                "LOG_CLEANER_IO_MAX_BYTES_PER_SECOND", c.io_max_bytes_per_second, minimum=1
+            ),
+            io_buffer_bytes=env.integer(
+                "LOG_CLEANER_IO_BUFFER_SIZE", c.io_buffer_bytes, minimum=4096
+            ),
+            backoff_ms=env.integer("LOG_CLEANER_BACKOFF_MS", c.backoff_ms, minimum=10),
+            pause_at=env.text("LOG_CLEANER_TEST_PAUSE_AT", ""),
         )
         g = GroupConfig()
         groups = GroupConfig(
@@ -120,6 +151,7 @@ class BrokerSettings:
             auto_create_topics=env.flag("AUTO_CREATE_TOPICS", cls.auto_create_topics),
             delete_topic_enable=env.flag("DELETE_TOPIC_ENABLE", True),
             log=log,
+            cleaner=cleaner,
             groups=groups,
             min_insync_replicas=env.integer("MIN_INSYNC_REPLICAS", 1, minimum=1),
             replica_lag_time_max_ms=env.integer("REPLICA_LAG_TIME_MAX_MS", 30_000, minimum=100),
