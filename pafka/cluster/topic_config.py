@@ -11,8 +11,10 @@ topics with them work. pafka acts on the segment, retention, index, ``max.messag
 and ``flush.messages`` settings, and on append (``services/broker/append_checks.py``) on
 ``message.timestamp.type`` (LogAppendTime batches stamped with the broker's time),
 ``message.timestamp.difference.max.ms`` (CreateTime records too far from it refused) and
-``cleanup.policy`` (records without a key refused by compacted topics); the others (compaction
-tuning, ``compression.type`` beyond refusing zstd topics to old fetches, ``preallocate``, ...)
+``cleanup.policy`` (records without a key refused by compacted topics), and in the log cleaner
+on ``cleanup.policy`` and the compaction settings (``delete.retention.ms``,
+``min.compaction.lag.ms``, ``max.compaction.lag.ms``, ``min.cleanable.dirty.ratio``); the
+others (``compression.type`` beyond refusing zstd topics to old fetches, ``preallocate``, ...)
 are validated, stored and reported but do not change behaviour.
 """
 
