@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import threading
@@ -120,6 +121,9 @@ class LoadProducer(threading.Thread):
                 p.poll(0.01)
             p.poll(0)
         p.flush(60)
+        # The producer refers back to this thread through its callback: drop it, or librdkafka
+        # keeps reconnecting to a port the next run's broker may take.
+        self._producer = None
 
     def stop(self) -> None:
         self._halt.set()
@@ -216,7 +220,9 @@ def run(size: Size, buffer_bytes: int | None, measure_produce: bool) -> RunResul
         if meter is not None:
             meter.stop()
             acked = sorted(meter.acked)
-            result.produce_idle_per_s = rate_in(acked, [(meter.started_at + WARMUP_S, altered_at)])
+            idle = (meter.started_at + WARMUP_S, altered_at)
+            result.produce_idle_per_s = rate_in(acked, [idle])
+            result.produce_idle_seconds = idle[1] - idle[0]
             result.produce_cleaning_per_s = rate_in(acked, busy)
         metrics = scrape(broker.http_url)
         result.worker_peak_memory_bytes = int(
@@ -230,6 +236,7 @@ def run(size: Size, buffer_bytes: int | None, measure_produce: bool) -> RunResul
         return result
     finally:
         cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def watch_cleaning(

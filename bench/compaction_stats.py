@@ -87,6 +87,7 @@ class RunResult:
     log_bytes_after: int = 0
     cleaning_wall_seconds: float = 0.0
     produce_idle_per_s: float = 0.0
+    produce_idle_seconds: float = 0.0
     produce_cleaning_per_s: float = 0.0
 
     @property
@@ -155,8 +156,9 @@ def summary(runs: Sequence[RunResult], machine: dict[str, str], command: str) ->
         ]
         for r in measured:
             lines.append(
-                f"| {_mib(r.dedupe_buffer_bytes)} | {r.produce_idle_per_s:,.0f} | "
-                f"{r.produce_cleaning_per_s:,.0f} | {r.produce_ratio:.2f} |"
+                f"| {_mib(r.dedupe_buffer_bytes)} | {r.produce_idle_per_s:,.0f} "
+                f"({r.produce_idle_seconds:.1f} s) | {r.produce_cleaning_per_s:,.0f} "
+                f"({r.cleaning_wall_seconds:.1f} s) | {r.produce_ratio:.2f} |"
             )
     lines += [
         "",
