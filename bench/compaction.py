@@ -1,6 +1,6 @@
 """Log compaction: cleaning throughput, producers beside the cleaner, the cleaner's memory.
 
-    python -m bench.compaction              # a 1 GiB log of 100,000 keys (the README's figures)
+    python -m bench.compaction --repeat 3   # a 1 GiB log of 100,000 keys (the README's figures)
     python -m bench.compaction --quick      # a 48 MiB log: a smoke run of every step
 
 Each run starts a fresh one-broker local cluster (cleaner back-off 500 ms) and fills a
@@ -11,8 +11,9 @@ compacted topic's ``min.compaction.lag.ms`` is set to 0 (IncrementalAlterConfigs
 cleaner takes it. The producer's acknowledgements while a cleaner worker process is running
 (watched in /proc) against those before give the produce ratio; the broker's log line of each
 clean gives bytes cleaned and the pass's time; its metrics give the worker's peak memory.
-A second run does the same with a small dedupe buffer, holding fewer keys than the log has, and
-stops after its first clean (each clean then covers only as far as its map reached).
+``--repeat`` runs that as many times. A last run does the same with a small dedupe buffer,
+holding fewer keys than the log has, and stops after its first clean (each clean then covers
+only as far as its map reached).
 
 Results go to ``bench/results/compaction-<date>/`` (``summary.md``, ``results.json``).
 """
@@ -215,6 +216,7 @@ def run(size: Size, buffer_bytes: int | None, measure_produce: bool) -> RunResul
             meter.start()
         time.sleep(size.idle_s)
         altered_at = time.monotonic()
+        result.load_average = os.getloadavg()[0]
         let_cleaner_in(cluster.bootstrap, compacted)
         busy = watch_cleaning(broker.http_url, broker.pid, buffer_bytes is None, size.timeout_s)
         if meter is not None:
@@ -272,12 +274,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a 48 MiB log (smoke run)")
     parser.add_argument("--out", type=Path, help="results folder")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs at the default dedupe buffer (default 1)"
+    )
     args = parser.parse_args()
     size = QUICK if args.quick else FULL
     out = args.out or Path("bench/results") / time.strftime("compaction-%Y%m%d", time.gmtime())
-    runs = [run(size, None, measure_produce=True), run(size, size.small_buffer_bytes, False)]
+    runs = [run(size, None, measure_produce=True) for _ in range(max(args.repeat, 1))]
+    runs.append(run(size, size.small_buffer_bytes, measure_produce=False))
     out.mkdir(parents=True, exist_ok=True)
-    command = "python -m bench.compaction" + (" --quick" if args.quick else "")
+    command = " ".join(["python -m bench.compaction", *sys.argv[1:]])
     host = machine()
     (out / "results.json").write_text(
         json.dumps({"machine": host, "runs": [r.as_dict() for r in runs]}, indent=2) + "\n"

@@ -88,6 +88,7 @@ class RunResult:
     cleaning_wall_seconds: float = 0.0
     produce_idle_per_s: float = 0.0
     produce_idle_seconds: float = 0.0
+    load_average: float = 0.0  # the machine's 1-minute load when the cleaner was let in
     produce_cleaning_per_s: float = 0.0
 
     @property
@@ -151,17 +152,21 @@ def summary(runs: Sequence[RunResult], machine: dict[str, str], command: str) ->
             "records/s from its acknowledgements while a cleaner worker ran vs before the "
             "cleaner had anything to do, same run:",
             "",
-            "| dedupe buffer | idle | cleaning | ratio |",
-            "|---|---:|---:|---:|",
+            "| dedupe buffer | idle | cleaning | ratio | load average |",
+            "|---|---:|---:|---:|---:|",
         ]
         for r in measured:
             lines.append(
                 f"| {_mib(r.dedupe_buffer_bytes)} | {r.produce_idle_per_s:,.0f} "
                 f"({r.produce_idle_seconds:.1f} s) | {r.produce_cleaning_per_s:,.0f} "
-                f"({r.cleaning_wall_seconds:.1f} s) | {r.produce_ratio:.2f} |"
+                f"({r.cleaning_wall_seconds:.1f} s) | {r.produce_ratio:.2f} | "
+                f"{r.load_average:.2f} |"
             )
     lines += [
         "",
+        "Load average is the machine's 1-minute load when the cleaner was let in: the "
+        "machine is shared, and the producer, the broker and the cleaner's worker already "
+        "want three cores of its two. "
         "MB cleaned is the bytes of log each clean read and rewrote (the broker's log line "
         "per clean), clean time the passes' own time in the worker process; worker peak memory "
         "is the worker's VmHWM as the broker reports it "

@@ -43,4 +43,4 @@ def test_the_quick_compaction_benchmark_fills_cleans_and_reports(tmp_path: Path)
 
     text = (out / "summary.md").read_text()
     assert "| 128.0 MiB |" in text and "| 1.0 MiB |" in text
-    assert f"| {default['produce_ratio']:.2f} |" in text
+    assert f"| {default['produce_ratio']:.2f} | " in text

@@ -101,5 +101,5 @@ def test_the_summary_carries_each_runs_figures() -> None:
     machine = {"cores": "2", "cpu": "x", "python": "3.11", "date": "today"}
     text = summary([run], machine, "python -m bench.compaction")
     assert "| 4.0 MiB | 1,024.0 MiB | 1,000,000 / 100,000 | 2 | 100 | 1.0 s | 100.0 |" in text
-    assert "| 600,000 (0.0 s) | 450,000 (0.0 s) | 0.75 |" in text
+    assert "| 600,000 (0.0 s) | 450,000 (0.0 s) | 0.75 | 0.00 |" in text
     assert run.as_dict()["cleaning_mb_per_s"] == pytest.approx(100.0)
