@@ -75,6 +75,9 @@ class CleanerStats:
     bytes_written: int = 0
     uncleanable: set[TopicPartition] = field(default_factory=set)
     cleaned_at_ms: dict[TopicPartition, int] = field(default_factory=dict)
+    # Each cleanable compacted log's delay past max.compaction.lag.ms at the last check (the
+    # per-partition series an overdue-compaction alert names a partition by).
+    compaction_delay_ms: dict[TopicPartition, int] = field(default_factory=dict)
 
 
 Runner = Callable[[CleanPlan], Awaitable[CleanOutcome]]
@@ -184,6 +187,7 @@ class LogCleaner:
         self.stats.max_compaction_delay_ms = max(
             (c[2].compaction_delay_ms for c in candidates), default=0
         )
+        self.stats.compaction_delay_ms = {c[0]: c[2].compaction_delay_ms for c in candidates}
         index = cleaning.choose([(c[2], _cleaning_config(c[1])) for c in candidates])
         return None if index is None else candidates[index]
 
