@@ -30,6 +30,10 @@ bridge, the storage layer and the codec adapter respectively.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+RecordError = tuple[int, str]
+
 
 class PafkaError(Exception):
     """Base of every error pafka raises on purpose."""
@@ -136,7 +140,15 @@ class RestError(PafkaError):
 
 
 class KafkaApiError(PafkaError):
-    """An error that has a Kafka wire error code."""
+    """An error that has a Kafka wire error code.
+
+    ``record_errors`` names the records of a refused batch, as Produce v8+ answers them
+    (KIP-467): (index of the record in its batch, why it was refused).
+    """
+
+    def __init__(self, message: str = "", *, record_errors: Sequence[RecordError] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = tuple(record_errors)
 
 
 class UnknownServerError(KafkaApiError):
@@ -505,6 +517,14 @@ class InvalidRecordError(KafkaApiError):
     """A record in the batch failed validation."""
 
     code = 87
+    http_status = 400
+
+
+class InvalidTimestampError(KafkaApiError):
+    """A record's timestamp is out of the range the topic accepts, or of a type the producer
+    may not set."""
+
+    code = 32
     http_status = 400
 
 

@@ -175,7 +175,7 @@ class Producer:
     def _answer(self, group: list[_Parked], answer: object) -> None:
         code = int(getattr(answer, "error_code", 0))
         if code:
-            error = for_code(code, getattr(answer, "error_message", None) or "")
+            error = for_code(code, _refusal_message(answer))
             for item in group:
                 self._settle(item, error)
             return
@@ -205,3 +205,16 @@ class Producer:
             self._flush()
         if self._inflight:
             await asyncio.gather(*self._inflight, return_exceptions=True)
+
+
+def _refusal_message(answer: object) -> str:
+    """The broker's message, with the first refused record's reason when it names records
+    (Produce v8+, KIP-467): "One or more records have been rejected" alone says too little."""
+    message = getattr(answer, "error_message", None) or ""
+    record_errors = getattr(answer, "record_errors", None) or []
+    if not record_errors:
+        return message
+    first = record_errors[0]
+    reason = f"record {first.batch_index} of its batch: {first.batch_index_error_message}"
+    more = f" (and {len(record_errors) - 1} more)" if len(record_errors) > 1 else ""
+    return f"{message}; {reason}{more}" if message else reason + more

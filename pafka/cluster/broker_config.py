@@ -26,6 +26,7 @@ TOPIC_KEY_OF: Mapping[str, str] = {
     "log.flush.interval.messages": "flush.messages",
     "log.cleanup.policy": "cleanup.policy",
     "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.difference.max.ms": "message.timestamp.difference.max.ms",
     "message.max.bytes": "max.message.bytes",
     "min.insync.replicas": "min.insync.replicas",
     "unclean.leader.election.enable": "unclean.leader.election.enable",

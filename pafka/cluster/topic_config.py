@@ -7,9 +7,14 @@ Kafka's DescribeConfigs does (values as Kafka prints them, with their source and
 
 Every key of Kafka's ``LogConfig`` that clients commonly set is accepted, so tools that create
 topics with them work. pafka acts on the segment, retention, index, ``max.message.bytes``,
-``min.insync.replicas``, ``unclean.leader.election.enable``, ``message.timestamp.type``,
-``message.downconversion.enable`` and ``flush.messages`` settings; the others (compaction
-tuning, ``compression.type`` beyond refusing zstd topics to old fetches, ``preallocate``, ...)
+``min.insync.replicas``, ``unclean.leader.election.enable``, ``message.downconversion.enable``
+and ``flush.messages`` settings, and on append (``services/broker/append_checks.py``) on
+``message.timestamp.type`` (LogAppendTime batches stamped with the broker's time),
+``message.timestamp.difference.max.ms`` (CreateTime records too far from it refused) and
+``cleanup.policy`` (records without a key refused by compacted topics), and in the log cleaner
+on ``cleanup.policy`` and the compaction settings (``delete.retention.ms``,
+``min.compaction.lag.ms``, ``max.compaction.lag.ms``, ``min.cleanable.dirty.ratio``); the
+others (``compression.type`` beyond refusing zstd topics to old fetches, ``preallocate``, ...)
 are validated, stored and reported but do not change behaviour.
 """
 
@@ -22,7 +27,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from pafka.errors import InvalidConfigError
-from pafka.storage.config import DAY_MS, LogConfig
+from pafka.storage.config import DAY_MS, LogConfig, policy_compacts, policy_deletes
 
 # DescribeConfigs wire values: ConfigSource.
 SOURCE_TOPIC = 1  # TOPIC_CONFIG
@@ -70,11 +75,11 @@ class TopicConfig:
 
     @property
     def compacted(self) -> bool:
-        return "compact" in self.cleanup_policy.split(",")
+        return policy_compacts(self.cleanup_policy)
 
     @property
     def deletes(self) -> bool:
-        return "delete" in self.cleanup_policy.split(",")
+        return policy_deletes(self.cleanup_policy)
 
     def log_config(self) -> LogConfig:
         return LogConfig(

@@ -24,7 +24,9 @@ Response (header: correlation_id int32 [v9: tagged fields])::
                                 partition_responses array of:
                                     index int32, error_code int16, base_offset int64,
                                     log_append_time_ms int64 (v2+), log_start_offset int64 (v5+),
-                                    record_errors array (v8+), error_message nullable (v8+)
+                                    record_errors array (v8+) of: batch_index int32,
+                                        batch_index_error_message nullable [v9: tagged fields]
+                                    error_message nullable (v8+)
                                     [v9: tagged fields]
                                 [v9: tagged fields]
     throttle_time_ms  int32 (v1+)
@@ -116,6 +118,8 @@ class PartitionProduceResponse:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    # KIP-467: (index of a refused record in its batch, why), v8+.
+    record_errors: tuple[tuple[int, str | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,12 @@ class ProduceResponseBody:
                 if version >= 5:
                     out += INT64.pack(p.log_start_offset)
                 if version >= 8:
-                    write_array_length(out, 0, flexible)  # record_errors
+                    write_array_length(out, len(p.record_errors), flexible)
+                    for batch_index, reason in p.record_errors:
+                        out += INT32.pack(batch_index)
+                        write_string(out, reason, flexible)
+                        if flexible:
+                            out += NO_TAGGED_FIELDS
                     write_string(out, p.error_message, flexible)
                 if flexible:
                     out += NO_TAGGED_FIELDS

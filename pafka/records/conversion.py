@@ -7,6 +7,7 @@ format their version allows, down-converted from the stored batches.
 Up-conversion follows Kafka's ``LogValidator``:
 
 * every message of the set must have the first one's magic (else INVALID_RECORD);
+* a producer may not mark a magic 1 message or wrapper LogAppendTime (INVALID_TIMESTAMP);
 * plain messages become one uncompressed batch; a compressed wrapper becomes one batch with the
   wrapper's codec, and a compressed set must hold exactly one wrapper (else INVALID_RECORD);
 * keys, values (null ones too) and timestamps carry over; magic 0 has no timestamps, so its
@@ -30,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from pafka.errors import InvalidRecordError, UnsupportedCompressionTypeError
+from pafka.errors import InvalidRecordError, InvalidTimestampError, UnsupportedCompressionTypeError
+from pafka.records.append_validation import REJECTED_TIMESTAMP
 from pafka.records.batch import MAGIC_V2, TIMESTAMP_TYPE_BIT, Buffer, Codec, iter_batches
 from pafka.records.encoding import RecordInput, build_batch, decode_records
 from pafka.records.legacy import (
@@ -62,6 +64,8 @@ def up_convert(records: Buffer) -> Converted:
     magic = shallow[0].magic
     if any(m.magic != magic for m in shallow):
         raise InvalidRecordError("messages of different magic in one produce request")
+    if any(m.log_append_time for m in shallow):
+        raise InvalidTimestampError(REJECTED_TIMESTAMP)
     codecs = {m.codec for m in shallow}
     codec = Codec.NONE
     if codecs != {Codec.NONE}:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from pafka.errors import KafkaStorageError
+from pafka.errors import CorruptMessageError, KafkaStorageError
 from pafka.records.batch import BatchHeader, check_batch, read_header
 from pafka.records.filtering import empty_batch, rebuild, record_spans, records_body
 from pafka.storage import cleaning, layout, swap
@@ -99,7 +99,14 @@ class CleanOutcome:
 def run(plan: CleanPlan) -> CleanOutcome:
     """Clean the planned log; see the module docstring."""
     with _Pass(plan) as clean:
-        return clean.run()
+        try:
+            return clean.run()
+        except CorruptMessageError:
+            # Bytes that stopped parsing because the log was truncated under the clean are a
+            # reason to try again later, not corruption.
+            if clean.changed_since_plan():
+                raise CleaningAborted("a segment was truncated during the clean") from None
+            raise
 
 
 class _Pass:
@@ -139,6 +146,14 @@ class _Pass:
         outcome.elapsed_s = time.monotonic() - started
         outcome.throttled_s = self.throttle.slept_s
         return outcome
+
+    def changed_since_plan(self) -> bool:
+        every = {s.base_offset: s for s in self.plan.segments + self.plan.tail}
+        for base, fd in self.fds.items():
+            st = os.fstat(fd)
+            if st.st_nlink == 0 or st.st_size < every[base].size:
+                return True
+        return False
 
     def _open(self, segment: PlannedSegment) -> SegmentFileIds:
         paths = layout.segment_files(self.directory, segment.base_offset)

@@ -26,9 +26,19 @@ class LogConfig:
 
     @property
     def compacted(self) -> bool:
-        return "compact" in self.cleanup_policy.split(",")
+        return policy_compacts(self.cleanup_policy)
 
     @property
     def deletes(self) -> bool:
         """Whether time and size retention apply (``delete`` is in the policy)."""
-        return "delete" in self.cleanup_policy.split(",")
+        return policy_deletes(self.cleanup_policy)
+
+
+def policy_compacts(cleanup_policy: str) -> bool:
+    """Whether the log cleaner compacts a log with this ``cleanup.policy``."""
+    return "compact" in cleanup_policy.split(",")
+
+
+def policy_deletes(cleanup_policy: str) -> bool:
+    """Whether retention by time and size applies to a log with this ``cleanup.policy``."""
+    return "delete" in cleanup_policy.split(",")

@@ -75,6 +75,9 @@ class CleanerStats:
     bytes_written: int = 0
     uncleanable: set[TopicPartition] = field(default_factory=set)
     cleaned_at_ms: dict[TopicPartition, int] = field(default_factory=dict)
+    # Each cleanable compacted log's delay past max.compaction.lag.ms at the last check (the
+    # per-partition series an overdue-compaction alert names a partition by).
+    compaction_delay_ms: dict[TopicPartition, int] = field(default_factory=dict)
 
 
 Runner = Callable[[CleanPlan], Awaitable[CleanOutcome]]
@@ -152,12 +155,12 @@ class LogCleaner:
         except CleaningAborted as exc:
             log.info("clean of %s-%d abandoned: %s", *key, exc)
             return None
-        except (KafkaApiError, OSError) as exc:
-            if self._logs().get(key) is not target:
-                # Deleted under the clean (Kafka aborts such a clean): not the data's fault, and
-                # a log of the same name later must be cleaned.
-                log.info("clean of %s-%d abandoned: the log was removed", *key)
-                return None
+        except (KafkaStorageError, OSError) as exc:
+            log.error("clean of %s-%d failed, retried later: %s", *key, exc)
+            return None
+        except KafkaApiError as exc:
+            # Its data cannot be cleaned (corrupt, or a codec this broker lacks): Kafka marks
+            # such a partition uncleanable rather than retry it forever.
             log.error("%s-%d cannot be cleaned and is skipped from now on: %s", *key, exc)
             self.stats.uncleanable.add(key)
             return None
@@ -184,6 +187,7 @@ class LogCleaner:
         self.stats.max_compaction_delay_ms = max(
             (c[2].compaction_delay_ms for c in candidates), default=0
         )
+        self.stats.compaction_delay_ms = {c[0]: c[2].compaction_delay_ms for c in candidates}
         index = cleaning.choose([(c[2], _cleaning_config(c[1])) for c in candidates])
         return None if index is None else candidates[index]
 

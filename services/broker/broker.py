@@ -123,6 +123,16 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
         self.metrics.bind_partitions(lambda: self.replicas.partitions.values(), settings.data_dir)
+        self._cleaner_task: asyncio.Task[None] | None = None
+        self.metrics.cleaner.bind(
+            self.cleaner, lambda: self.logs.logs, settings.data_dir, self._cleaner_died
+        )
+
+    def _cleaner_died(self) -> bool:
+        """Whether the cleaner's loop ended on an error it does not retry (Kafka's dead
+        cleaner thread); cancelled at shutdown is not dead."""
+        task = self._cleaner_task
+        return task is not None and task.done() and not task.cancelled()
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -149,7 +159,8 @@ class Broker:
         self._tasks.append(asyncio.create_task(self._periodic_checkpoints()))
         self._tasks.append(asyncio.create_task(self._periodic_retention()))
         if self.settings.cleaner.enabled:
-            self._tasks.append(asyncio.create_task(self.cleaner.run_forever()))
+            self._cleaner_task = asyncio.create_task(self.cleaner.run_forever())
+            self._tasks.append(self._cleaner_task)
         self._tasks.append(
             asyncio.create_task(
                 self.isr.shrink_loop(lambda: list(self.replicas.partitions.values()))

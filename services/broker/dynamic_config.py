@@ -43,6 +43,7 @@ _TYPES = {
     "log.flush.interval.messages": TYPE_LONG,
     "log.cleanup.policy": TYPE_LIST,
     "log.message.timestamp.type": TYPE_STRING,
+    "log.message.timestamp.difference.max.ms": TYPE_LONG,
     "message.max.bytes": TYPE_INT,
     "min.insync.replicas": TYPE_INT,
     "unclean.leader.election.enable": TYPE_BOOLEAN,

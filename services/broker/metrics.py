@@ -4,7 +4,8 @@ Own metrics use the ``pafka_`` prefix and base units (seconds, bytes). Requests 
 labelled with Kafka's own API and error names (``Produce``, ``NOT_LEADER_OR_FOLLOWER``), as
 Kafka's RequestMetrics MBeans are. Label children of the per-request series are cached: a label
 lookup hashes and takes a lock, which the hot path should pay once per API, not per request.
-Per-partition log metrics are read at scrape time (``log_metrics``), never per append.
+Per-partition log metrics are read at scrape time (``log_metrics``), never per append, and so
+are the log cleaner's (``cleaner_metrics``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 
 from pafka.build_info import register_build_info
 from pafka.protocol.messages import ApiKey
+from services.broker.cleaner_metrics import CleanerCollector
 from services.broker.log_metrics import LogCollector
 from services.broker.metric_names import api_name, error_name
 
@@ -167,6 +169,8 @@ class BrokerMetrics:
 
         self.logs = LogCollector()
         r.register(self.logs)
+        self.cleaner = CleanerCollector()
+        r.register(self.cleaner)
         # process_open_fds and process_max_fds (each hosted partition holds a descriptor), with
         # the process's CPU and memory, read from /proc at scrape time.
         ProcessCollector(registry=r)

@@ -33,6 +33,7 @@ from pafka.errors import (
 from pafka.records.batch import BatchHeader, iter_batches
 from pafka.storage.log import Log
 from pafka.storage.region import FileRegion
+from services.broker.append_checks import checked_for_append
 from services.broker.followers import Followers
 from services.broker.notify import Notifier, wait_any
 from services.broker.producer_state import BatchRecord, ProducerStateTable
@@ -181,6 +182,7 @@ class Partition:
         headers = [h for _, h in iter_batches(records)]
         if not headers:
             raise UnsupportedVersionError("produce request carries no record batch")
+        records = checked_for_append(records, headers, self.config, now_ms, self.topic, self.index)
         idempotent = [h for h in headers if h.producer_id != NO_PRODUCER_ID]
         if idempotent:
             if len(headers) != 1:

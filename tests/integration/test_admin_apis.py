@@ -111,7 +111,10 @@ def produce(own: ClusterHandle, topic: str, values: list[bytes]) -> list[KafkaEr
             {"bootstrap.servers": own.bootstrap, "linger.ms": 0, "message.max.bytes": 10_000_000}
         )
     for value in values:
-        producer.produce(topic, value, partition=0, on_delivery=lambda e, _m: errors.append(e))
+        # Keyed: a topic altered to cleanup.policy=compact refuses keyless records, as Kafka's do.
+        producer.produce(
+            topic, value, b"k", partition=0, on_delivery=lambda e, _m: errors.append(e)
+        )
     assert producer.flush(30) == 0
     return errors
 

@@ -551,6 +551,9 @@ def test_alert_rules_use_exported_metrics() -> None:
         "PafkaUnderMinIsrPartitions",
         "PafkaBrokerDiskNearlyFull",
         "PafkaConsumerLagGrowing",
+        "PafkaCompactionOverdue",
+        "PafkaUncleanablePartitions",
+        "PafkaLogCleanerStopped",
     } <= alerts.keys()
     exported = exported_metric_names()
     for name, alert in alerts.items():
@@ -562,6 +565,31 @@ def test_alert_rules_use_exported_metrics() -> None:
     lag = alerts["PafkaConsumerLagGrowing"]
     assert "deriv(" in lag["expr"] and "> 1000" in lag["expr"] and lag["for"] == "15m"
     assert "< 0.1" in alerts["PafkaBrokerDiskNearlyFull"]["expr"]
+    # Per partition, so the alert names the partition; the margin is the chart's value.
+    overdue = alerts["PafkaCompactionOverdue"]
+    assert metric_names(overdue["expr"]) == {"pafka_broker_log_compaction_delay_seconds"}
+    assert overdue["expr"].endswith("> 900")
+    assert "$labels.topic" in overdue["annotations"]["description"]
+    assert "$labels.partition" in overdue["annotations"]["description"]
+
+
+def test_compaction_alert_margin_comes_from_the_values() -> None:
+    values = {"metrics": {"prometheusRule": {"enabled": True, "compactionDelayMarginSeconds": 60}}}
+    text = chart().render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    (rule,) = [
+        doc
+        for path, body in text.items()
+        if not path.endswith("NOTES.txt")
+        for doc in yaml.safe_load_all(body)
+        if doc and doc["kind"] == "PrometheusRule"
+    ]
+    (overdue,) = [
+        r
+        for g in rule["spec"]["groups"]
+        for r in g["rules"]
+        if r["alert"] == "PafkaCompactionOverdue"
+    ]
+    assert overdue["expr"].endswith("> 60")
 
 
 def test_grafana_dashboard_is_valid_and_queries_exported_metrics() -> None:
@@ -601,6 +629,11 @@ def test_grafana_dashboard_is_valid_and_queries_exported_metrics() -> None:
         "kafka_server_replicamanager_isrexpands_total",
         "kafka_server_replicamanager_underminisrpartitioncount",
         "pafka_broker_log_dir_free_bytes",
+        "pafka_broker_log_compaction_delay_seconds",
+        "kafka_log_logcleanermanager_max_dirty_percent",
+        "kafka_log_logcleanermanager_time_since_last_run_ms",
+        "kafka_log_logcleaner_cleaner_recopy_percent",
+        "pafka_broker_log_cleaner_read_bytes_total",
     ):
         assert needed in used, needed
     # Grafana's label_values(metric, label) is not PromQL: its metric is checked on its own.
@@ -663,6 +696,9 @@ BAD_VALUES = {
     "bad disk ratio": {"metrics": {"prometheusRule": {"diskFreeRatio": 1.5}}},
     "negative lag threshold": {"metrics": {"prometheusRule": {"consumerLagThreshold": -1}}},
     "bad lag duration": {"metrics": {"prometheusRule": {"consumerLagFor": "a while"}}},
+    "negative compaction margin": {
+        "metrics": {"prometheusRule": {"compactionDelayMarginSeconds": -1}}
+    },
     "bad scrape interval": {"metrics": {"serviceMonitor": {"interval": "often"}}},
     "bad memory quantity": {"broker": {"resources": {"limits": {"memory": "lots"}}}},
 }

@@ -296,6 +296,7 @@ produce_partitions = st.builds(
     log_append_time_ms=int64s,
     log_start_offset=int64s,
     error_message=st.none() | names,
+    record_errors=st.lists(st.tuples(int32s, st.none() | names), max_size=3).map(tuple),
 )
 
 
@@ -330,6 +331,12 @@ def test_produce_response_bytes_equal_the_generic_codec(
                         log_append_time_ms=p.log_append_time_ms,
                         log_start_offset=p.log_start_offset,
                         error_message=p.error_message,
+                        record_errors=[
+                            part_cls.BatchIndexAndErrorMessage(
+                                batch_index=i, batch_index_error_message=reason
+                            )
+                            for i, reason in p.record_errors
+                        ],
                     )
                     for p in parts
                 ],

@@ -82,7 +82,11 @@ def _partition_response(
         error = wire_error(outcome)
         broker.metrics.produce_failed(name, error.code)
         return PartitionProduceResponse(
-            index=index, error_code=error.code, base_offset=-1, error_message=error.message
+            index=index,
+            error_code=error.code,
+            base_offset=-1,
+            error_message=error.message,
+            record_errors=error.record_errors,
         )
     return PartitionProduceResponse(
         index=index,
