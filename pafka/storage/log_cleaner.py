@@ -166,7 +166,16 @@ class LogCleaner:
             return None
         installed = await self._install(key, target, planned[1], outcome)
         self._account(key, outcome, now_ms, installed)
+        await asyncio.sleep(self._io_debt_s(outcome))
         return outcome
+
+    def _io_debt_s(self, outcome: CleanOutcome) -> float:
+        """How much longer the clean's I/O should have taken at the throttle's rate: each worker
+        throttles only within its own clean, so short cleans back to back would outrun it."""
+        limit = self.settings.io_max_bytes_per_second
+        if limit <= 0 or limit == float("inf"):
+            return 0.0
+        return max((outcome.bytes_read + outcome.bytes_written) / limit - outcome.elapsed_s, 0.0)
 
     def _choose(self, now_ms: int) -> tuple[TopicPartition, Log, cleaning.Cleanable] | None:
         candidates = []
@@ -292,10 +301,15 @@ class LogCleaner:
 
 
 def _settle(directory: Path, done: list[CleanedGroup], dropped: list[CleanedGroup]) -> None:
-    for group in done:
-        swap.finish(directory, group.manifest)
-    for group in dropped:
-        swap.abandon(directory, group.base_offset)
+    try:
+        for group in done:
+            swap.finish(directory, group.manifest)
+        for group in dropped:
+            swap.abandon(directory, group.base_offset)
+    except FileNotFoundError:
+        if directory.exists():
+            raise
+        # The partition was deleted meanwhile, with the clean's leftovers.
 
 
 def _pause_here(point: str, directory: Path) -> None:
