@@ -87,7 +87,7 @@ class CompactedLogMachine(RuleBasedStateMachine):
         if roll_after:
             self.log.roll(self.now_ms)
 
-    @rule(step_ms=st.sampled_from([1, 700, RETENTION_MS // 2, RETENTION_MS + 1, 3 * RETENTION_MS]))
+    @rule(step_ms=st.sampled_from([1, 700, 3_000, 6_000, RETENTION_MS, RETENTION_MS + 1, 30_000]))
     def advance_clock(self, step_ms: int) -> None:
         self.now_ms += step_ms
 
