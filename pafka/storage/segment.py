@@ -208,8 +208,8 @@ class Segment:
         entry = self.time_index.floor(timestamp_ms - 1)
         start = self.position_of(self.base_offset + entry[1]) if entry else 0
         for pos, header in self.iter_headers(start or 0):
-            if header.max_timestamp < timestamp_ms:
-                continue
+            if header.max_timestamp < timestamp_ms or header.records_count == 0:
+                continue  # an empty batch (a producer's last, kept by a clean) holds no record
             try:
                 for record in decode_records(self.pread(header.size, pos)):
                     if record.timestamp >= timestamp_ms:
