@@ -61,9 +61,9 @@ def cleaner_of(log: Log, settings: CleanerSettings = SETTINGS) -> LogCleaner:
     return LogCleaner(lambda: {KEY: log}, settings, runner=run_in_thread)
 
 
-def clean(log: Log, now_ms: int) -> CleanOutcome | None:
+def clean(log: Log, now_ms: int, settings: CleanerSettings = SETTINGS) -> CleanOutcome | None:
     """One clean of ``log`` as the broker runs it (choose, plan, run, install), on a thread."""
-    return asyncio.run(cleaner_of(log).clean_once(now_ms))
+    return asyncio.run(cleaner_of(log, settings).clean_once(now_ms))
 
 
 def plan_of(log: Log, now_ms: int) -> tuple[CleanPlan, dict[int, Segment], Cleanable] | None:
