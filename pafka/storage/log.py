@@ -341,6 +341,7 @@ class Log:
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._dirty = True
+        self._truncate_cleaner_offset()
 
     @storage_errors
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -360,6 +361,7 @@ class Log:
         self.epochs = LeaderEpochCache()
         self.epochs_changed()
         self._dirty = True
+        self._truncate_cleaner_offset()
 
     @storage_errors
     def apply_retention(self, now_ms: int) -> int:
@@ -423,6 +425,14 @@ class Log:
             self.segments[first:last] = [swap_files()]
             self._bases[first:last] = [old[0].base_offset]
         return True
+
+    def _truncate_cleaner_offset(self) -> None:
+        """After a truncation: offsets written from the log end on are new records, never
+        cleaned, so the cleaner's checkpoint comes down to it (Kafka's
+        maybeTruncateCheckpoint); left above, a tombstone written there would count as cleaned
+        and could go while the value it deletes stays."""
+        if self.cleaner_offset > self.log_end_offset:
+            self.set_cleaner_offset(self.log_end_offset)
 
     @storage_errors
     def set_cleaner_offset(self, offset: int) -> None:
