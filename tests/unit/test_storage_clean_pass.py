@@ -3,6 +3,7 @@ transactional batches, keyless records, an offset map too small for the dirty se
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,38 @@ def test_a_full_offset_map_cleans_in_several_passes(tmp_path: Path) -> None:
     records = read_all(log)
     assert len(records) == len(keys)
     check_consistent(log, records)
+
+
+def test_a_truncation_below_the_checkpoint_resurrects_nothing(tmp_path: Path) -> None:
+    """An unclean leader's log cut below what this replica cleaned: the records written there
+    afterwards are dirty, so a tombstone among them is mapped before it may go."""
+    now = int(time.time() * 1000)  # new segments' files carry the real time
+    log = Log.open(tmp_path / "t-0", compacted_config(segment_bytes=100))
+    for key in (b"a", b"b", b"c", b"d"):
+        write(log, key, b"old", now)
+    sealed(log, now)
+    assert clean(log, now) is not None
+    assert log.cleaner_offset == 4
+    log.truncate_to(2)
+    assert log.cleaner_offset == 2
+    deleted = write(log, b"a", None, now)
+    write(log, b"e", b"new", now)
+    sealed(log, now)
+    for step in range(1, 4):
+        at = now + step * 2 * RETENTION_MS
+        write(log, b"x", b"%d" % step, at)
+        sealed(log, at)
+        assert clean(log, at) is not None
+        values = latest(log)
+        assert values.get(b"a") is None  # deleted, or its tombstone: never "old" again
+    assert all(r.offset != deleted for r in read_all(log))  # the tombstone went, in time
+
+
+def test_a_log_restarted_at_a_lower_offset_lowers_the_checkpoint(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    for key in (b"a", b"b", b"a"):
+        write(log, key, b"v", T0)
+    sealed(log, T0)
+    assert clean(log, T0 + 5) is not None and log.cleaner_offset == 3
+    log.truncate_fully_and_start_at(1)
+    assert log.cleaner_offset == 1
