@@ -38,6 +38,7 @@ RETENTION_MS = 10_000
 CONFIG = compacted_config(
     segment_bytes=250, index_interval_bytes=64, delete_retention_ms=RETENTION_MS
 )
+PRODUCER_ID = 7
 KEYS = [b"k0", b"k1", b"k2", b"k3", b"k4", b"k5"]
 
 records_strategy = st.lists(
@@ -60,6 +61,8 @@ class CompactedLogMachine(RuleBasedStateMachine):
         self.hw = 0
         self.covered_at: dict[int, int] = {}  # tombstone offset -> the clean that passed it
         self.may_go: set[int] = set()  # tombstones a clean was allowed to remove
+        self.sequence = 0  # the idempotent producer's next sequence number
+        self.producer_last: tuple[int, int, int] | None = None  # its last batch
 
     def teardown(self) -> None:
         self.log.close_uncleanly()
@@ -71,15 +74,34 @@ class CompactedLogMachine(RuleBasedStateMachine):
     @initialize(batches=st.lists(records_strategy, min_size=5, max_size=20))
     def history(self, batches: list[list[tuple[bytes, bytes | None]]]) -> None:
         """A log with a few segments already, so the first cleans have work."""
-        self.write(batches, roll_after=True)
+        self.write(batches, roll_after=True, idempotent=False)
         self.hw = self.log.log_end_offset
         self.log.high_watermark = self.hw
 
-    @rule(batches=st.lists(records_strategy, min_size=1, max_size=6), roll_after=st.booleans())
-    def write(self, batches: list[list[tuple[bytes, bytes | None]]], roll_after: bool) -> None:
+    @rule(
+        batches=st.lists(records_strategy, min_size=1, max_size=6),
+        roll_after=st.booleans(),
+        idempotent=st.booleans(),
+    )
+    def write(
+        self, batches: list[list[tuple[bytes, bytes | None]]], roll_after: bool, idempotent: bool
+    ) -> None:
+        """Batches from a plain producer, or from one idempotent producer whose last batch
+        (and so its sequence numbers) every clean must keep."""
         for records in batches:
-            batch = build_batch([(k, v, []) for k, v in records], timestamp_ms=self.now_ms)
+            producer = {}
+            if idempotent:
+                producer = {"producer_id": PRODUCER_ID, "producer_epoch": 0}
+            batch = build_batch(
+                [(k, v, []) for k, v in records],
+                timestamp_ms=self.now_ms,
+                base_sequence=self.sequence if idempotent else -1,
+                **producer,
+            )
             info = self.log.append(batch, leader_epoch=0, now_ms=self.now_ms)
+            if idempotent:
+                self.producer_last = (info.first_offset, info.last_offset, self.sequence)
+                self.sequence += len(records)
             for i, (key, value) in enumerate(records):
                 offset = info.first_offset + i
                 self.written[offset] = (key, value, self.now_ms)
@@ -189,6 +211,14 @@ class CompactedLogMachine(RuleBasedStateMachine):
                 continue
             assert self.written[offset][1] is None, f"live key {key!r} lost"
             assert offset in self.may_go, f"tombstone of {key!r} at {offset} went early"
+
+    @invariant()
+    def producer_state_survives(self) -> None:
+        last = None
+        for header in self.log.iter_headers():
+            if header.producer_id == PRODUCER_ID:
+                last = (header.base_offset, header.last_offset, header.base_sequence)
+        assert last == self.producer_last
 
     @invariant()
     def check_clean_section_holds_each_key_once(self) -> None:
