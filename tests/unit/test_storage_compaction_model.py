@@ -27,6 +27,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from pafka.records.batch import iter_batches
 from pafka.records.encoding import build_batch
 from pafka.storage import clean_pass
 from pafka.storage.cleaning import first_dirty_offset
@@ -211,6 +212,21 @@ class CompactedLogMachine(RuleBasedStateMachine):
                 continue
             assert self.written[offset][1] is None, f"live key {key!r} lost"
             assert offset in self.may_go, f"tombstone of {key!r} at {offset} went early"
+
+    @invariant()
+    def lookups_by_offset_and_time_agree_with_the_read(self) -> None:
+        """The indexes of cleaned segments: a sample of records found by offset and by
+        timestamp (the clock never goes back, so the first record at or after a time is the
+        one a lookup must find)."""
+        records = read_all(self.log)
+        for record in records[::7]:
+            first = next(iter_batches(self.log.read(record.offset, 1)))[1]
+            assert first.base_offset <= record.offset <= first.last_offset
+        for stamp in sorted({r.timestamp for r in records})[::3]:
+            found = self.log.offset_for_timestamp(stamp)
+            expected = next(r for r in records if r.timestamp >= stamp)
+            assert found is not None
+            assert tuple(found) == (expected.timestamp, expected.offset)
 
     @invariant()
     def producer_state_survives(self) -> None:
