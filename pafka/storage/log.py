@@ -291,8 +291,8 @@ class Log:
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """(timestamp, offset) of the first record whose timestamp >= ``timestamp_ms``."""
         for segment in self.segments:
-            found = segment.find_timestamp(timestamp_ms)
-            if found is not None and found[1] >= self.log_start_offset:
+            found = segment.find_timestamp(timestamp_ms, self.log_start_offset)
+            if found is not None:
                 return TimestampOffset(*found)
         return None
 
