@@ -227,3 +227,19 @@ def test_a_log_restarted_at_a_lower_offset_lowers_the_checkpoint(tmp_path: Path)
     assert clean(log, T0 + 5) is not None and log.cleaner_offset == 3
     log.truncate_fully_and_start_at(1)
     assert log.cleaner_offset == 1
+
+
+def test_timestamp_lookups_skip_gaps_and_records_below_the_log_start(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", compacted_config(cleanup_policy="compact,delete"))
+    batch = build_batch([(b"a", b"1", []), (b"b", b"1", []), (b"c", b"1", [])], timestamp_ms=T0)
+    log.append(batch, leader_epoch=0, now_ms=T0)
+    write(log, b"b", b"2", T0)  # 3
+    write(log, b"d", b"1", T0)  # 4
+    sealed(log, T0)
+    assert clean(log, T0 + 5) is not None  # offset 1 goes: a gap inside the first batch
+    log.delete_records_before(2)
+    found = log.offset_for_timestamp(T0)
+    assert found is not None and tuple(found) == (T0, 2)
+    log.delete_records_before(3)
+    found = log.offset_for_timestamp(T0)
+    assert found is not None and tuple(found) == (T0, 3)

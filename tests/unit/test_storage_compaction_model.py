@@ -120,6 +120,16 @@ class CompactedLogMachine(RuleBasedStateMachine):
         self.hw = data.draw(st.just(end) | st.integers(self.hw, end))
         self.log.high_watermark = self.hw
 
+    @rule(data=st.data())
+    def delete_records(self, data: st.DataObject) -> None:
+        """DeleteRecords: the log start moves up (whole segments below it go); keys whose
+        latest record is below it are gone with it. The start is checkpointed at once: one
+        that a crash took back (the broker checkpoints periodically, as Kafka does) would make
+        records visible again that a clean meanwhile treated as gone."""
+        start = self.log.log_start_offset
+        self.log.delete_records_before(data.draw(st.integers(start, max(start, self.hw))))
+        self.log.checkpoint()
+
     # -- cleaning ------------------------------------------------------------------------------
 
     def _before_clean(self) -> None:
@@ -206,7 +216,10 @@ class CompactedLogMachine(RuleBasedStateMachine):
         for record in records:
             assert record.key is not None
             found[record.key] = record.offset
+        start = self.log.log_start_offset
         for key, offset in self.latest.items():
+            if offset < start:
+                continue  # deleted by DeleteRecords
             if key in found:
                 assert found[key] == offset, f"{key!r}: read {found[key]}, latest {offset}"
                 continue
@@ -234,6 +247,8 @@ class CompactedLogMachine(RuleBasedStateMachine):
         for header in self.log.iter_headers():
             if header.producer_id == PRODUCER_ID:
                 last = (header.base_offset, header.last_offset, header.base_sequence)
+        if self.producer_last is not None and self.producer_last[0] < self.log.log_start_offset:
+            return  # below the log start: its segment may be gone
         assert last == self.producer_last
 
     @invariant()
