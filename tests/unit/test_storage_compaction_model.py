@@ -27,7 +27,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from pafka.records.batch import iter_batches
+from pafka.records.batch import Codec, iter_batches
 from pafka.records.encoding import build_batch
 from pafka.storage import clean_pass
 from pafka.storage.cleaning import first_dirty_offset
@@ -83,9 +83,14 @@ class CompactedLogMachine(RuleBasedStateMachine):
         batches=st.lists(records_strategy, min_size=1, max_size=6),
         roll_after=st.booleans(),
         idempotent=st.booleans(),
+        codec=st.sampled_from([c for c in Codec if c is not Codec.UNKNOWN]),
     )
     def write(
-        self, batches: list[list[tuple[bytes, bytes | None]]], roll_after: bool, idempotent: bool
+        self,
+        batches: list[list[tuple[bytes, bytes | None]]],
+        roll_after: bool,
+        idempotent: bool,
+        codec: Codec = Codec.NONE,
     ) -> None:
         """Batches from a plain producer, or from one idempotent producer whose last batch
         (and so its sequence numbers) every clean must keep."""
@@ -97,6 +102,7 @@ class CompactedLogMachine(RuleBasedStateMachine):
                 [(k, v, []) for k, v in records],
                 timestamp_ms=self.now_ms,
                 base_sequence=self.sequence if idempotent else -1,
+                compression=codec,
                 **producer,
             )
             info = self.log.append(batch, leader_epoch=0, now_ms=self.now_ms)
