@@ -368,7 +368,10 @@ class Log:
         """Delete whole sealed segments past retention.ms or retention.bytes; never data at or
         above the high watermark, never the active segment. Returns how many were deleted."""
         count = retention.segments_to_delete(
-            [retention.SegmentInfo(s.size, s.max_timestamp, s.next_offset) for s in self.segments],
+            [
+                retention.SegmentInfo(s.size, _largest_timestamp(s), s.next_offset)
+                for s in self.segments
+            ],
             self.config,
             now_ms,
             self._high_watermark,
@@ -503,3 +506,11 @@ class Log:
         """Remove the log's directory and everything in it."""
         self.close_uncleanly()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _largest_timestamp(segment: Segment) -> int:
+    """Kafka's ``largestTimestamp``: of the records, or, in a segment without any (one a clean
+    emptied), the file's modification time, so retention can still take it."""
+    if segment.max_timestamp >= 0:
+        return segment.max_timestamp
+    return os.stat(segment.log_path).st_mtime_ns // 1_000_000
