@@ -243,3 +243,24 @@ def test_timestamp_lookups_skip_gaps_and_records_below_the_log_start(tmp_path: P
     log.delete_records_before(3)
     found = log.offset_for_timestamp(T0)
     assert found is not None and tuple(found) == (T0, 3)
+
+
+def test_a_segment_a_clean_emptied_does_not_hold_back_retention(tmp_path: Path) -> None:
+    """compact,delete: retention goes oldest first and stops at a segment it spares; an empty
+    segment is judged by its file's time, as Kafka's largestTimestamp falls back to it."""
+    now = int(time.time() * 1000)  # the files carry the real time
+    config = compacted_config(
+        cleanup_policy="compact,delete", retention_ms=60_000, segment_bytes=100
+    )
+    log = Log.open(tmp_path / "t-0", config)
+    write(log, b"a", b"1", now)
+    log.roll(now)
+    write(log, b"b", b"1", now)
+    log.roll(now)
+    write(log, b"a", b"2", now)
+    sealed(log, now)
+    assert clean(log, now) is not None
+    assert log.segments[0].size == 0  # a's first value went: an empty segment
+    assert log.apply_retention(now + 1_000) == 0  # nothing past retention yet
+    assert log.apply_retention(now + 10 * 60_000) == 3
+    assert read_all(log) == [] and log.log_start_offset == 3
