@@ -264,3 +264,26 @@ def test_a_segment_a_clean_emptied_does_not_hold_back_retention(tmp_path: Path) 
     assert log.apply_retention(now + 1_000) == 0  # nothing past retention yet
     assert log.apply_retention(now + 10 * 60_000) == 3
     assert read_all(log) == [] and log.log_start_offset == 3
+
+
+def test_an_emptied_batch_goes_once_its_producer_wrote_again(tmp_path: Path) -> None:
+    """Kafka keeps an empty batch only while it is its producer's last."""
+    log = Log.open(tmp_path / "t-0", CONFIG)
+
+    def produce(key: bytes, sequence: int, now: int) -> None:
+        batch = build_batch(
+            [(key, b"p", [])], timestamp_ms=now, producer_id=7, producer_epoch=0,
+            base_sequence=sequence,
+        )  # fmt: skip
+        log.append(batch, leader_epoch=0, now_ms=now)
+
+    produce(b"a", 0, T0)  # 0
+    write(log, b"a", b"new", T0)  # 1
+    sealed(log, T0)
+    assert clean(log, T0 + 1) is not None
+    assert headers(log)[0] == (0, 0, 0, 7)  # emptied, kept: the producer's last
+    produce(b"b", 1, T0 + 2)  # 2
+    write(log, b"b", b"new", T0 + 2)  # 3
+    sealed(log, T0 + 2)
+    assert clean(log, T0 + 3) is not None
+    assert [h for h in headers(log) if h[3] == 7] == [(2, 2, 0, 7)]

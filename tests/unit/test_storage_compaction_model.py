@@ -250,9 +250,14 @@ class CompactedLogMachine(RuleBasedStateMachine):
     @invariant()
     def producer_state_survives(self) -> None:
         last = None
+        empty = []
         for header in self.log.iter_headers():
             if header.producer_id == PRODUCER_ID:
                 last = (header.base_offset, header.last_offset, header.base_sequence)
+            if header.records_count == 0:
+                empty.append((header.base_offset, header.last_offset, header.base_sequence))
+        # A clean keeps an emptied batch only while it is its producer's last.
+        assert empty in ([], [last])
         if self.producer_last is not None and self.producer_last[0] < self.log.log_start_offset:
             return  # below the log start: its segment may be gone
         assert last == self.producer_last
