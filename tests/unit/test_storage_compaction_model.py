@@ -172,6 +172,12 @@ class CompactedLogMachine(RuleBasedStateMachine):
         self._after_clean()
         assert self._first_dirty() == self.log.active.base_offset
         self.check_clean_section_holds_each_key_once()
+        # An emptied batch stays only while it is its producer's last.
+        empty = [h for h in self.log.iter_headers() if h.records_count == 0]
+        assert [(h.base_offset, h.last_offset, h.base_sequence) for h in empty] in (
+            [],
+            [self.producer_last],
+        )
 
     @rule(installed=st.integers(0, 3))
     def crash_in_a_clean(self, installed: int) -> None:
@@ -250,14 +256,9 @@ class CompactedLogMachine(RuleBasedStateMachine):
     @invariant()
     def producer_state_survives(self) -> None:
         last = None
-        empty = []
         for header in self.log.iter_headers():
             if header.producer_id == PRODUCER_ID:
                 last = (header.base_offset, header.last_offset, header.base_sequence)
-            if header.records_count == 0:
-                empty.append((header.base_offset, header.last_offset, header.base_sequence))
-        # A clean keeps an emptied batch only while it is its producer's last.
-        assert empty in ([], [last])
         if self.producer_last is not None and self.producer_last[0] < self.log.log_start_offset:
             return  # below the log start: its segment may be gone
         assert last == self.producer_last
