@@ -287,3 +287,35 @@ def test_an_emptied_batch_goes_once_its_producer_wrote_again(tmp_path: Path) -> 
     sealed(log, T0 + 2)
     assert clean(log, T0 + 3) is not None
     assert [h for h in headers(log) if h[3] == 7] == [(2, 2, 0, 7)]
+
+
+def test_min_compaction_lag_keeps_young_segments_out_of_a_clean(tmp_path: Path) -> None:
+    config = compacted_config(segment_bytes=100, min_compaction_lag_ms=1_000)
+    log = Log.open(tmp_path / "t-0", config)
+    write(log, b"a", b"1", T0)  # 0
+    log.roll(T0)
+    write(log, b"a", b"2", T0 + 800)  # 1: younger
+    log.roll(T0 + 800)
+    write(log, b"a", b"3", T0 + 900)  # 2
+    sealed(log, T0 + 900)
+    outcome = clean(log, T0 + 1_500)  # only the first segment is old enough
+    assert outcome is not None and outcome.end_offset == 1
+    assert [r.value for r in read_all(log)] == [b"1", b"2", b"3"]  # nothing mapped beyond
+    outcome = clean(log, T0 + 2_000)  # now all sealed segments are
+    assert outcome is not None and outcome.end_offset == 3
+    assert [r.value for r in read_all(log)] == [b"3"]
+
+
+def test_max_compaction_lag_makes_a_barely_dirty_log_due(tmp_path: Path) -> None:
+    config = compacted_config(min_cleanable_dirty_ratio=0.99, max_compaction_lag_ms=5_000)
+    log = Log.open(tmp_path / "t-0", config)
+    for i in range(20):
+        write(log, b"k%d" % i, b"v", T0)
+    log.roll(T0)
+    log.high_watermark = log.log_end_offset
+    assert clean(log, T0 + 1) is not None  # everything dirty: the ratio is passed
+    write(log, b"k0", b"w", T0 + 10)  # a little dirt, far under the ratio
+    sealed(log, T0 + 10)
+    assert clean(log, T0 + 5_010) is None  # not yet overdue
+    assert clean(log, T0 + 5_011) is not None  # overdue: cleaned whatever the ratio
+    assert latest(log)[b"k0"] == b"w" and len(read_all(log)) == 20
