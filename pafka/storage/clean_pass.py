@@ -288,13 +288,14 @@ class _Pass:
             )
         ]
         outcome.records_kept += len(kept)
-        if len(kept) == len(spans):
+        if kept and len(kept) == len(spans):
             return batch
         if kept:
             return rebuild(batch, header, body, kept)
         if header.producer_id >= 0 and self.last_batches[header.producer_id] == header.base_offset:
-            return empty_batch(header)  # the producer's last: its sequence numbers stay
-        return None
+            # The producer's last: its sequence numbers stay (an empty batch as it is).
+            return empty_batch(header) if spans else batch
+        return None  # an empty batch too, once its producer has written again
 
     def _write(self, writer: ActiveSegment, data: bytearray) -> None:
         if not data:

@@ -105,7 +105,9 @@ def cleanable(
             uncleanable = segment.base_offset
             break
     uncleanable = max(uncleanable, first_dirty)
-    dirty = [s for s in segments if s.next_offset > first_dirty and s.base_offset < uncleanable]
+    # Whole sealed segments ending by the first uncleanable offset: a checkpoint inside the
+    # active segment or inside an unsafe one leaves nothing dirty.
+    dirty = [s for s in segments[:-1] if first_dirty < s.next_offset <= uncleanable]
     clean_bytes = sum(s.size for s in segments if s.next_offset <= first_dirty)
     delay = 0
     if dirty and config.max_compaction_lag_ms < LONG_MAX:

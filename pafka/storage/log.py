@@ -291,8 +291,8 @@ class Log:
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """(timestamp, offset) of the first record whose timestamp >= ``timestamp_ms``."""
         for segment in self.segments:
-            found = segment.find_timestamp(timestamp_ms)
-            if found is not None and found[1] >= self.log_start_offset:
+            found = segment.find_timestamp(timestamp_ms, self.log_start_offset)
+            if found is not None:
                 return TimestampOffset(*found)
         return None
 
@@ -341,6 +341,7 @@ class Log:
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._dirty = True
+        self._truncate_cleaner_offset()
 
     @storage_errors
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -360,13 +361,17 @@ class Log:
         self.epochs = LeaderEpochCache()
         self.epochs_changed()
         self._dirty = True
+        self._truncate_cleaner_offset()
 
     @storage_errors
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole sealed segments past retention.ms or retention.bytes; never data at or
         above the high watermark, never the active segment. Returns how many were deleted."""
         count = retention.segments_to_delete(
-            [retention.SegmentInfo(s.size, s.max_timestamp, s.next_offset) for s in self.segments],
+            [
+                retention.SegmentInfo(s.size, _largest_timestamp(s), s.next_offset)
+                for s in self.segments
+            ],
             self.config,
             now_ms,
             self._high_watermark,
@@ -423,6 +428,14 @@ class Log:
             self.segments[first:last] = [swap_files()]
             self._bases[first:last] = [old[0].base_offset]
         return True
+
+    def _truncate_cleaner_offset(self) -> None:
+        """After a truncation: offsets written from the log end on are new records, never
+        cleaned, so the cleaner's checkpoint comes down to it (Kafka's
+        maybeTruncateCheckpoint); left above, a tombstone written there would count as cleaned
+        and could go while the value it deletes stays."""
+        if self.cleaner_offset > self.log_end_offset:
+            self.set_cleaner_offset(self.log_end_offset)
 
     @storage_errors
     def set_cleaner_offset(self, offset: int) -> None:
@@ -493,3 +506,11 @@ class Log:
         """Remove the log's directory and everything in it."""
         self.close_uncleanly()
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _largest_timestamp(segment: Segment) -> int:
+    """Kafka's ``largestTimestamp``: of the records, or, in a segment without any (one a clean
+    emptied), the file's modification time, so retention can still take it."""
+    if segment.max_timestamp >= 0:
+        return segment.max_timestamp
+    return os.stat(segment.log_path).st_mtime_ns // 1_000_000

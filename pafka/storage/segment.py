@@ -200,23 +200,30 @@ class Segment:
             return self.pread(length, start)
         return FileRegion.of(self.log.fd(), start, length)
 
-    def find_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(timestamp, offset) of the first record whose timestamp >= the target; at batch
-        granularity (batch max timestamp, base offset) when the batch cannot be decoded."""
+    def find_timestamp(self, timestamp_ms: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record at or after ``min_offset`` (the log start)
+        whose timestamp >= the target; at batch granularity (batch max timestamp, base offset)
+        when the batch cannot be decoded."""
         if self.max_timestamp < timestamp_ms:
             return None
         entry = self.time_index.floor(timestamp_ms - 1)
         start = self.position_of(self.base_offset + entry[1]) if entry else 0
         for pos, header in self.iter_headers(start or 0):
-            if header.max_timestamp < timestamp_ms:
+            if (
+                header.max_timestamp < timestamp_ms
+                or header.records_count == 0  # a producer's last batch, emptied by a clean
+                or header.last_offset < min_offset
+            ):
                 continue
             try:
                 for record in decode_records(self.pread(header.size, pos)):
-                    if record.timestamp >= timestamp_ms:
+                    if record.timestamp >= timestamp_ms and record.offset >= min_offset:
                         return record.timestamp, record.offset
             except KafkaApiError:
-                pass
-            return header.max_timestamp, header.base_offset
+                return header.max_timestamp, max(header.base_offset, min_offset)
+            if header.is_control and header.base_offset >= min_offset:
+                return header.max_timestamp, header.base_offset  # its one record, not decoded
+            # Every match lies below the log start (or a clean left a gap): the next batch.
         return None
 
 

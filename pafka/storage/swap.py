@@ -22,7 +22,7 @@ before anything else looks at a log directory) always knows what each name holds
 
 Either way the log ends up holding the old segments or the new one, never a mix, never a gap.
 The manifest is JSON; a damaged one (it is written atomically, so only a damaged disk makes
-one) abandons the clean.
+one) abandons the clean, unless the renames had reached the new files, which are then kept.
 """
 
 from __future__ import annotations
@@ -173,10 +173,34 @@ def abandon(directory: Path, base_offset: int) -> None:
         path.unlink(missing_ok=True)
 
 
-def _restore(directory: Path, manifest: SwapManifest | None, base_offset: int) -> None:
+def _settle_unreadable(directory: Path, base_offset: int) -> None:
+    """A damaged manifest: which segments it replaced is unknown, so the names decide. A new
+    file under its final name beside the old one's ``.deleted`` means the renames had reached
+    the new files: the rest of them are done and the old files go as strays. Before that,
+    every ``.deleted`` file whose name is free goes back (the group's, whichever segments it
+    held; another manifest's swap, recovered next, redoes its own renames)."""
+    finals = layout.segment_files(directory, base_offset)
+    cleaned = layout.cleaned_files(directory, base_offset)
+    deleted = [layout.with_suffix(p, layout.DELETED_SUFFIX) for p in finals]
+    if any(f.exists() and d.exists() for f, d in zip(finals, deleted, strict=True)):
+        log.error("completing the swap of segment %d in %s", base_offset, directory)
+        for source, target in zip(cleaned, finals, strict=True):
+            if source.exists() and not target.exists():
+                os.rename(source, target)
+        abandon(directory, base_offset)
+        return
+    log.error("abandoning the clean of segment %d in %s", base_offset, directory)
+    for path in directory.iterdir():
+        if path.name.endswith(layout.DELETED_SUFFIX):
+            original = path.with_name(path.name.removesuffix(layout.DELETED_SUFFIX))
+            if not original.exists():
+                os.rename(path, original)
+    abandon(directory, base_offset)
+
+
+def _restore(directory: Path, manifest: SwapManifest, base_offset: int) -> None:
     """Undo a swap that had not begun: every ``.deleted`` file of the group back in place."""
-    bases = manifest.replaced if manifest is not None else {base_offset: (None, None, None)}
-    for base in bases:
+    for base in manifest.replaced:
         for path in layout.segment_files(directory, base):
             deleted = layout.with_suffix(path, layout.DELETED_SUFFIX)
             if deleted.exists() and not path.exists():
@@ -191,8 +215,8 @@ def recover_swaps(directory: Path) -> None:
         try:
             manifest = SwapManifest.from_json(path.read_text())
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.error("abandoning the clean of %s: unreadable swap manifest: %s", path, exc)
-            _restore(directory, None, base)
+            log.error("unreadable swap manifest %s: %s", path, exc)
+            _settle_unreadable(directory, base)
             continue
         cleaned = layout.cleaned_files(directory, base)
         # A new file leaves its .cleaned name only by the swap's rename: one that left has
