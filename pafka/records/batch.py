@@ -36,7 +36,8 @@ HEADER = struct.Struct(
     "i"  # partition_leader_epoch  epoch of the leader that appended it; set by the broker
     "b"  # magic                   format version: 2
     "I"  # crc                     CRC-32C of attributes .. end of batch
-    "h"  # attributes              bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+    "h"  # attributes              bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control,
+    #                                   6 delete horizon (KIP-534: base_timestamp holds it)
     "i"  # last_offset_delta       offset of the last record minus base_offset
     "q"  # base_timestamp          timestamp of the first record
     "q"  # max_timestamp           largest record timestamp (or the log-append time)
@@ -68,6 +69,9 @@ CODEC_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+# KIP-534: the batch's base timestamp is the time after which its tombstones may go; set by
+# the log cleaner on a batch holding tombstones when it first cleans it.
+DELETE_HORIZON_BIT = 0x40
 
 
 class Codec(enum.StrEnum):
@@ -135,6 +139,11 @@ class BatchHeader(NamedTuple):
     @property
     def is_transactional(self) -> bool:
         return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When this batch's tombstones may be removed (KIP-534), None when not yet set."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
 
     @property
     def is_control(self) -> bool:

@@ -2,11 +2,17 @@
 
 The rewritten batch keeps everything a reader or a producer relies on: the base offset, the
 last offset delta (so the batch still ends where it ended, and offsets never move), the
-partition leader epoch, the attributes, the base timestamp (every kept record's timestamp
-delta stays valid), and the producer id, epoch and base sequence (so idempotence survives a
-clean). Only the record count, the records, the max timestamp (of the kept records, unless
-the batch carries its log-append time) and the CRC change. Compressed batches are
-decompressed and the kept records recompressed with the same codec, as Kafka's cleaner does.
+partition leader epoch, the attributes, every record's timestamp, and the producer id, epoch
+and base sequence (so idempotence survives a clean). Only the record count, the records, the
+max timestamp (of the kept records, unless the batch carries its log-append time) and the CRC
+change. Compressed batches are decompressed and the kept records recompressed with the same
+codec, as Kafka's cleaner does.
+
+The one change of meaning is KIP-534's delete horizon: a batch given one has the
+delete-horizon attribute bit set and the horizon in its base timestamp, each record's timestamp
+delta rewritten against it so that every record's timestamp (base + delta, as every client
+computes it) stays what the producer sent. A rebuilt batch without a horizon has the first kept
+record's timestamp as its base again.
 
 A batch may be kept with no records at all (Kafka's "empty batch"): the header alone,
 uncompressed, so a producer's last sequence number outlives its records.
@@ -29,6 +35,7 @@ from pafka.records.batch import (
     CODEC_MASK,
     CRC,
     CRC_OFFSET,
+    DELETE_HORIZON_BIT,
     HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -38,14 +45,16 @@ from pafka.records.batch import (
     Codec,
 )
 from pafka.records.compression import compress, decompress
-from pafka.records.encoding import read_varint
+from pafka.records.encoding import read_varint, varint
 
 
 class RecordSpan(NamedTuple):
     """Where one record lies in a batch's (decompressed) records, and what the cleaner needs."""
 
-    start: int
+    start: int  # of the length prefix
     end: int
+    timestamp_start: int  # of the timestamp delta
+    timestamp_end: int
     offset: int
     timestamp: int
     key: bytes | None
@@ -74,8 +83,9 @@ def record_spans(header: BatchHeader, body: Buffer) -> list[RecordSpan]:
             end = pos + length
             if length < 1 or end > size:
                 raise CorruptMessageError("record runs past the end of the batch")
-            timestamp_delta, pos = read_varint(body, pos + 1)  # after the attributes byte
-            offset_delta, pos = read_varint(body, pos)
+            timestamp_start = pos + 1  # after the attributes byte
+            timestamp_delta, timestamp_end = read_varint(body, timestamp_start)
+            offset_delta, pos = read_varint(body, timestamp_end)
             key_length, pos = read_varint(body, pos)
             key = None
             if key_length >= 0:
@@ -88,6 +98,8 @@ def record_spans(header: BatchHeader, body: Buffer) -> list[RecordSpan]:
                 RecordSpan(
                     start,
                     end,
+                    timestamp_start,
+                    timestamp_end,
                     base_offset + offset_delta,
                     base_timestamp + timestamp_delta,
                     key,
@@ -102,13 +114,31 @@ def record_spans(header: BatchHeader, body: Buffer) -> list[RecordSpan]:
     return spans
 
 
-def rebuild(batch: Buffer, header: BatchHeader, body: Buffer, kept: Sequence[RecordSpan]) -> bytes:
-    """The batch with only the ``kept`` records (in order); with none, an empty batch."""
+def rebuild(
+    batch: Buffer,
+    header: BatchHeader,
+    body: Buffer,
+    kept: Sequence[RecordSpan],
+    *,
+    delete_horizon_ms: int | None = None,
+) -> bytes:
+    """The batch with only the ``kept`` records (in order), with ``delete_horizon_ms`` as its
+    delete horizon (none when None); with no record kept, an empty batch."""
     if not kept:
         return empty_batch(header)
+    attributes = header.attributes & ~DELETE_HORIZON_BIT
+    base_timestamp = kept[0].timestamp if header.delete_horizon_ms is not None else None
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_BIT
+        base_timestamp = delete_horizon_ms
     records = bytearray()
-    for span in kept:
-        records += body[span.start : span.end]
+    if base_timestamp is None or base_timestamp == header.base_timestamp:
+        base_timestamp = header.base_timestamp
+        for span in kept:
+            records += body[span.start : span.end]
+    else:
+        for span in kept:
+            _append_rebased(records, body, span, base_timestamp)
     payload: bytes | bytearray = records
     if header.codec is not Codec.NONE:
         payload = compress(header.codec, records, MAGIC_V2)
@@ -116,17 +146,31 @@ def rebuild(batch: Buffer, header: BatchHeader, body: Buffer, kept: Sequence[Rec
         max_timestamp = header.max_timestamp
     else:
         max_timestamp = max(span.timestamp for span in kept)
-    return _with_header(header, header.attributes, max_timestamp, len(kept), payload)
+    return _with_header(header, attributes, base_timestamp, max_timestamp, len(kept), payload)
+
+
+def _append_rebased(out: bytearray, body: Buffer, span: RecordSpan, base_timestamp: int) -> None:
+    """The record with its timestamp delta taken from ``base_timestamp`` (its length prefix
+    recomputed: the delta's varint may change size)."""
+    timestamp = varint(span.timestamp - base_timestamp)
+    head_start = span.timestamp_start - 1  # the attributes byte
+    length = 1 + len(timestamp) + span.end - span.timestamp_end
+    out += varint(length)
+    out += body[head_start : span.timestamp_start]
+    out += timestamp
+    out += body[span.timestamp_end : span.end]
 
 
 def empty_batch(header: BatchHeader) -> bytes:
     """The batch's header alone, uncompressed: its offsets and producer state, no records."""
-    return _with_header(header, header.attributes & ~CODEC_MASK, header.max_timestamp, 0, b"")
+    attributes = header.attributes & ~CODEC_MASK & ~DELETE_HORIZON_BIT
+    return _with_header(header, attributes, header.base_timestamp, header.max_timestamp, 0, b"")
 
 
 def _with_header(
     header: BatchHeader,
     attributes: int,
+    base_timestamp: int,
     max_timestamp: int,
     records_count: int,
     payload: bytes | bytearray,
@@ -134,7 +178,7 @@ def _with_header(
     out = bytearray(HEADER_SIZE + len(payload))
     HEADER.pack_into(
         out, 0, header.base_offset, len(out) - LOG_OVERHEAD, header.partition_leader_epoch,
-        MAGIC_V2, 0, attributes, header.last_offset_delta, header.base_timestamp, max_timestamp,
+        MAGIC_V2, 0, attributes, header.last_offset_delta, base_timestamp, max_timestamp,
         header.producer_id, header.producer_epoch, header.base_sequence, records_count,
     )  # fmt: skip
     out[HEADER_SIZE:] = payload

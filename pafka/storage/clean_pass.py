@@ -26,7 +26,6 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from pafka.errors import CorruptMessageError, KafkaStorageError
@@ -94,6 +93,8 @@ class CleanOutcome:
     elapsed_s: float = 0.0
     throttled_s: float = 0.0
     peak_memory_bytes: int = 0  # of the worker process, when it ran in one
+    # The earliest delete horizon left in the cleaned section: a clean is due then.
+    earliest_delete_horizon_ms: int | None = None
 
 
 def run(plan: CleanPlan) -> CleanOutcome:
@@ -214,7 +215,7 @@ class _Pass:
             for member in members:
                 for header, batch in self._batches(member):
                     outcome.bytes_read += header.size
-                    kept = self._clean_batch(member, header, batch)
+                    kept = self._clean_batch(header, batch)
                     changed |= kept is not batch
                     if kept is not None:
                         pending += kept
@@ -225,15 +226,15 @@ class _Pass:
             if not changed:
                 writer.close()
                 swap.abandon(self.directory, base)
-                self._touch_dirty(members)
                 return None
             writer.finish_time_index()
             writer.write_indexes()
             writer.flush()
         finally:
             writer.close()
-        dirty = any(m.next_offset > plan.first_dirty_offset for m in members)
-        modified_ms = max([m.last_modified_ms for m in members] + ([plan.now_ms] if dirty else []))
+        # As Kafka: the new segment was last modified when its newest part was (time
+        # retention of an empty segment and ListOffsets v0 read it).
+        modified_ms = max(m.last_modified_ms for m in members)
         os.utime(paths[0], ns=(modified_ms * 1_000_000, modified_ms * 1_000_000))
         cleaned = tuple(swap.file_id(p) for p in paths)
         if any(c is None for c in cleaned):
@@ -249,18 +250,7 @@ class _Pass:
             base, tuple(m.base_offset for m in members), members[-1].next_offset, manifest
         )
 
-    def _touch_dirty(self, members: list[PlannedSegment]) -> None:
-        """A group left as it was still had its dirty records cleaned: its tombstones' time
-        in the clean section starts now, as it would in a rewritten segment."""
-        now_ns = self.plan.now_ms * 1_000_000
-        for member in members:
-            if member.next_offset > self.plan.first_dirty_offset:
-                path = layout.log_file(self.directory, member.base_offset)
-                os.utime(path, ns=(now_ns, now_ns))
-
-    def _clean_batch(
-        self, member: PlannedSegment, header: BatchHeader, batch: memoryview
-    ) -> memoryview | bytes | None:
+    def _clean_batch(self, header: BatchHeader, batch: memoryview) -> memoryview | bytes | None:
         """The batch as it goes into the cleaned segment: itself, rebuilt, emptied or None."""
         outcome, plan = self.outcome, self.plan
         outcome.records_read += header.records_count
@@ -270,13 +260,7 @@ class _Pass:
         check_batch(batch, 0, header)
         body = records_body(batch, header)
         spans = record_spans(header, body)
-        expired = partial(
-            cleaning.tombstone_expired,
-            first_dirty=plan.first_dirty_offset,
-            segment_last_modified_ms=member.last_modified_ms,
-            now_ms=plan.now_ms,
-            retention_ms=plan.config.delete_retention_ms,
-        )
+        expired = cleaning.tombstones_expired(header.delete_horizon_ms, plan.now_ms)
         kept = [
             span
             for span in spans
@@ -284,14 +268,25 @@ class _Pass:
                 span.key is not None,
                 span.offset,
                 -1 if span.key is None else self.offsets.get(key_digest(span.key)),
-                span.is_tombstone and expired(span.offset),
+                span.is_tombstone and expired,
             )
         ]
         outcome.records_kept += len(kept)
-        if kept and len(kept) == len(spans):
+        horizon = cleaning.delete_horizon(
+            header.delete_horizon_ms,
+            any(span.is_tombstone for span in kept),
+            plan.now_ms,
+            plan.config.delete_retention_ms,
+        )
+        if horizon is not None and (
+            outcome.earliest_delete_horizon_ms is None
+            or horizon < outcome.earliest_delete_horizon_ms
+        ):
+            outcome.earliest_delete_horizon_ms = horizon
+        if kept and len(kept) == len(spans) and horizon == header.delete_horizon_ms:
             return batch
         if kept:
-            return rebuild(batch, header, body, kept)
+            return rebuild(batch, header, body, kept, delete_horizon_ms=horizon)
         if header.producer_id >= 0 and self.last_batches[header.producer_id] == header.base_offset:
             # The producer's last: its sequence numbers stay (an empty batch as it is).
             return empty_batch(header) if spans else batch

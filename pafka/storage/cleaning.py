@@ -17,10 +17,10 @@ the dirtiest goes first, as in Kafka.
 
 A clean rewrites ``[log start, end of the mapped keys)`` keeping, of each key, only the record
 at its latest offset. A tombstone (a null value) is a record like any other while its key's
-latest; it goes only once it has been in the clean section for ``delete.retention.ms``
-(measured from its segment's last modification, which a clean that covers dirty records sets
-to the time of that clean), so a consumer reading the log from the start in that time sees the
-delete. Records without a key are dropped, as Kafka's cleaner drops them.
+latest; the first clean that keeps it gives its batch a delete horizon ``delete.retention.ms``
+ahead (KIP-534, in the batch itself, so merging segments never moves it), and the first clean
+after the horizon removes it: a consumer reading the log from the start within that time sees
+the delete. Records without a key are dropped, as Kafka's cleaner drops them.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ class Cleanable:
     clean_bytes: int
     dirty_bytes: int
     compaction_delay_ms: int  # how long the oldest dirty record is past max.compaction.lag.ms
+    tombstones_due: bool = False  # a cleaned batch's delete horizon has passed
 
     @property
     def dirty_ratio(self) -> float:
@@ -70,6 +71,8 @@ class Cleanable:
         return self.dirty_bytes / total if total else 0.0
 
     def due(self, config: CleaningConfig) -> bool:
+        if self.tombstones_due and self.clean_bytes > 0:
+            return True  # KIP-534: tombstones past their horizon go even with nothing dirty
         if self.dirty_bytes <= 0:
             return False
         return self.compaction_delay_ms > 0 or self.dirty_ratio > config.min_cleanable_dirty_ratio
@@ -90,8 +93,10 @@ def cleanable(
     high_watermark: int,
     now_ms: int,
     config: CleaningConfig,
+    delete_horizon_ms: int | None = None,
 ) -> Cleanable:
-    """Where the dirty section starts and ends; ``segments`` end with the active one."""
+    """Where the dirty section starts and ends; ``segments`` end with the active one.
+    ``delete_horizon_ms`` is the earliest delete horizon the last clean left, if any."""
     log_end = segments[-1].next_offset if segments else log_start_offset
     first_dirty = first_dirty_offset(checkpoint, log_start_offset, log_end)
     uncleanable = segments[-1].base_offset if segments else log_start_offset
@@ -121,6 +126,7 @@ def cleanable(
         clean_bytes=clean_bytes,
         dirty_bytes=sum(s.size for s in dirty),
         compaction_delay_ms=delay,
+        tombstones_due=tombstones_expired(delete_horizon_ms, now_ms),
     )
 
 
@@ -160,12 +166,21 @@ def group_segments(
     return groups
 
 
-def tombstone_expired(
-    offset: int, first_dirty: int, segment_last_modified_ms: int, now_ms: int, retention_ms: int
-) -> bool:
-    """Whether a tombstone may go: it was cleaned before (it is in the clean section) and its
-    segment was last modified more than ``delete.retention.ms`` ago."""
-    return offset < first_dirty and now_ms - segment_last_modified_ms > retention_ms
+def tombstones_expired(delete_horizon_ms: int | None, now_ms: int) -> bool:
+    """Whether a batch's tombstones may go: its delete horizon is set and has passed."""
+    return delete_horizon_ms is not None and now_ms >= delete_horizon_ms
+
+
+def delete_horizon(
+    current_ms: int | None, keeps_tombstones: bool, now_ms: int, retention_ms: int
+) -> int | None:
+    """A cleaned batch's delete horizon: the one it has, or, the first time it is cleaned with
+    tombstones in it, ``delete.retention.ms`` from now; none once it holds no tombstone."""
+    if not keeps_tombstones:
+        return None
+    if current_ms is not None:
+        return current_ms
+    return min(now_ms + retention_ms, LONG_MAX)
 
 
 def keep_record(

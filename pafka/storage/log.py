@@ -100,8 +100,10 @@ class Log:
         self._unflushed_messages = 0
         self._lock = threading.Lock()
         self._checkpointed: PartitionOffsets | None = None
-        # Compacted logs: where the cleaner's next dirty section starts.
+        # Compacted logs: where the cleaner's next dirty section starts, and when tombstones
+        # it kept may go (KIP-534; known from the last clean, forgotten on restart as in Kafka).
         self.cleaner_offset = read_cleaner_offset(directory / layout.CLEANER_OFFSET_CHECKPOINT)
+        self.earliest_delete_horizon_ms: int | None = None
 
     @classmethod
     def open(

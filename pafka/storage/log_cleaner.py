@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pafka.errors import KafkaApiError, KafkaStorageError
+from pafka.records.batch import BatchHeader
 from pafka.storage import cleaning, swap
 from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.clean_pass import (
@@ -189,6 +190,7 @@ class LogCleaner:
                 high_watermark=opened.high_watermark,
                 now_ms=now_ms,
                 config=_cleaning_config(opened),
+                delete_horizon_ms=opened.earliest_delete_horizon_ms,
             )
             candidates.append((key, opened, state))
         self.stats.last_run_ms = now_ms
@@ -293,6 +295,7 @@ class LogCleaner:
         target = self._logs().get(key)
         if installed and target is not None:
             target.set_cleaner_offset(outcome.end_offset)
+            target.earliest_delete_horizon_ms = outcome.earliest_delete_horizon_ms
         log.info(
             "cleaned %s-%d up to offset %d: %d of %d records kept, %d -> %d bytes in %.2f s",
             *key, outcome.end_offset, outcome.records_kept, outcome.records_read,
@@ -334,10 +337,7 @@ def _summaries(target: Log) -> list[cleaning.SegmentSummary]:
             and not summaries_reached(summaries, first_dirty)
             and segment.size
         ):
-            header = segment.header_at(0)
-            first_timestamp = (
-                header.max_timestamp if header.log_append_time else header.base_timestamp
-            )
+            first_timestamp = _first_timestamp(segment.header_at(0))
         summaries.append(
             cleaning.SegmentSummary(
                 segment.base_offset,
@@ -350,6 +350,14 @@ def _summaries(target: Log) -> list[cleaning.SegmentSummary]:
             )
         )
     return summaries
+
+
+def _first_timestamp(header: BatchHeader) -> int:
+    """A batch's first record's timestamp as far as its header tells: the base timestamp,
+    unless it holds the log-append time or a delete horizon (then the max timestamp)."""
+    if header.log_append_time or header.delete_horizon_ms is not None:
+        return header.max_timestamp
+    return header.base_timestamp
 
 
 def summaries_reached(summaries: list[cleaning.SegmentSummary], first_dirty: int) -> bool:

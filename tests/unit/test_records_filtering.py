@@ -205,3 +205,51 @@ def test_decoding_a_rebuilt_batch_gives_original_offsets_across_a_gap() -> None:
         Record(102, 9, b"a", b"3", []),
     ]
     assert read_header(rebuilt).last_offset == 102
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches(), st.integers(-(2**40), 2**40), st.booleans())
+def test_a_delete_horizon_moves_the_base_timestamp_never_a_records(
+    drawn: tuple[bytes, list[bool]], horizon_delta_ms: int, clear_later: bool
+) -> None:
+    """KIP-534: the horizon goes in the base timestamp, every record's delta is rewritten
+    against it, so clients computing base + delta still get the producer's timestamps; a
+    batch rebuilt without a horizon has its first record's timestamp as base again."""
+    raw, kept_mask = drawn
+    header = read_header(raw)
+    originals = list(decode_records(raw))
+    body = records_body(raw, header)
+    kept = [s for s, keep in zip(record_spans(header, body), kept_mask, strict=True) if keep]
+    if not kept:
+        return
+    horizon_ms = BASE_TIMESTAMP_MS + horizon_delta_ms
+    stamped = rebuild(raw, header, body, kept, delete_horizon_ms=horizon_ms)
+    stamped_header = validate(stamped, 2**31 - 1, from_client=False)[0]
+    assert stamped_header.delete_horizon_ms == horizon_ms
+    assert stamped_header.base_timestamp == horizon_ms
+    assert stamped_header.max_timestamp == (
+        header.max_timestamp if header.log_append_time else max(s.timestamp for s in kept)
+    )
+    by_offset = {r.offset: r for r in originals}
+    expected = [by_offset[s.offset] for s in kept]
+    assert list(decode_records(stamped)) == expected
+    # Cleaned again, keeping what it has: the horizon stays as it is, byte for byte.
+    body2 = records_body(stamped, stamped_header)
+    spans2 = record_spans(stamped_header, body2)
+    again = rebuild(stamped, stamped_header, body2, spans2, delete_horizon_ms=horizon_ms)
+    assert list(decode_records(again)) == expected
+    if clear_later:
+        cleared = rebuild(stamped, stamped_header, body2, spans2)
+        cleared_header = validate(cleared, 2**31 - 1, from_client=False)[0]
+        assert cleared_header.delete_horizon_ms is None
+        assert cleared_header.base_timestamp == kept[0].timestamp
+        assert list(decode_records(cleared)) == expected
+
+
+def test_an_empty_batch_carries_no_delete_horizon() -> None:
+    raw = build_batch([(b"k", None, [])], timestamp_ms=BASE_TIMESTAMP_MS, producer_id=3)
+    header = read_header(raw)
+    body = records_body(raw, header)
+    stamped = rebuild(raw, header, body, record_spans(header, body), delete_horizon_ms=5)
+    emptied = empty_batch(read_header(stamped))
+    assert read_header(emptied).delete_horizon_ms is None

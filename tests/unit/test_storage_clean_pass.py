@@ -6,8 +6,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
 from pafka.records.batch import iter_batches
 from pafka.records.encoding import build_batch
 from pafka.storage.config import LogConfig
@@ -70,26 +68,24 @@ def tombstone_history(log: Log) -> int:
 
 
 def test_a_tombstone_stays_for_delete_retention_then_goes(tmp_path: Path) -> None:
-    # Segments too full to merge: each keeps its own modification time.
+    # Segments too full to merge.
     log = Log.open(
         tmp_path / "t-0", compacted_config(segment_bytes=150, delete_retention_ms=RETENTION_MS)
     )
     tombstone = tombstone_history(log)
-    assert clean(log, T0 + 10 + RETENTION_MS) is not None  # not past retention yet
+    assert clean(log, T0 + 9 + RETENTION_MS) is not None  # its horizon not reached yet
     assert any(r.offset == tombstone for r in read_all(log))
     write(log, b"d", b"1", T0 + 30)
     sealed(log, T0 + 30)
-    assert clean(log, T0 + 11 + RETENTION_MS) is not None
+    assert clean(log, T0 + 10 + RETENTION_MS) is not None
     assert latest(log) == {b"b": b"1", b"c": b"1", b"d": b"1"}
     check_consistent(log, read_all(log))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a clean merging a tombstone's segment with dirty ones restarts its retention "
-    "(Kafka 2.x's KAFKA-8522): with cleans less than delete.retention.ms apart it never goes",
-)
 def test_a_tombstone_goes_when_its_segment_merges_with_newer_ones(tmp_path: Path) -> None:
+    # Cleans closer together than delete.retention.ms, each merging the tombstone's segment
+    # with new ones: its horizon is in its batch (KIP-534), so merging never postpones it
+    # (Kafka 2.x's segment times did: KAFKA-8522).
     log = Log.open(tmp_path / "t-0", CONFIG)
     tombstone_history(log)
     for step in range(1, 6):
@@ -98,6 +94,25 @@ def test_a_tombstone_goes_when_its_segment_merges_with_newer_ones(tmp_path: Path
         sealed(log, now)
         assert clean(log, now) is not None
     assert b"a" not in latest(log)
+
+
+def test_a_tombstone_goes_at_its_horizon_with_nothing_else_written(tmp_path: Path) -> None:
+    """KIP-534: a log whose cleaned tombstones reached their horizon is cleaned again even
+    though nothing new was written (it is not dirty), and only then."""
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    write(log, b"a", b"1", T0)
+    write(log, b"b", b"1", T0)
+    write(log, b"a", None, T0)
+    sealed(log, T0)
+    assert clean(log, T0 + 10) is not None
+    assert latest(log) == {b"a": None, b"b": b"1"}
+    assert log.earliest_delete_horizon_ms == T0 + 10 + RETENTION_MS
+    assert clean(log, T0 + 9 + RETENTION_MS) is None  # nothing dirty, no horizon passed
+    assert clean(log, T0 + 10 + RETENTION_MS) is not None
+    assert latest(log) == {b"b": b"1"}
+    assert log.earliest_delete_horizon_ms is None
+    assert clean(log, T0 + 10 * RETENTION_MS) is None
+    check_consistent(log, read_all(log))
 
 
 def test_a_tombstone_in_the_dirty_section_is_never_removed(tmp_path: Path) -> None:

@@ -16,10 +16,11 @@ from pafka.storage.cleaning import (
     SegmentSummary,
     choose,
     cleanable,
+    delete_horizon,
     first_dirty_offset,
     group_segments,
     keep_record,
-    tombstone_expired,
+    tombstones_expired,
 )
 
 NOW_MS = 10_000_000
@@ -327,16 +328,28 @@ def test_keep_record() -> None:
 
 
 @given(
-    st.integers(0, 100),
-    st.integers(0, 100),
-    st.integers(0, 10_000),
+    st.none() | st.integers(0, 20_000),
+    st.booleans(),
     st.integers(0, 10_000),
     st.integers(0, 5_000),
 )
-def test_tombstone_expires_only_in_the_clean_section_after_retention(
-    offset: int, first_dirty: int, modified_ms: int, now_ms: int, retention_ms: int
+def test_a_batch_keeps_its_delete_horizon_from_its_first_clean_with_tombstones(
+    current: int | None, keeps_tombstones: bool, now_ms: int, retention_ms: int
 ) -> None:
-    expired = tombstone_expired(offset, first_dirty, modified_ms, now_ms, retention_ms)
-    assert expired == (offset < first_dirty and now_ms - modified_ms > retention_ms)
-    if offset >= first_dirty or now_ms <= modified_ms + retention_ms:
-        assert not expired
+    horizon = delete_horizon(current, keeps_tombstones, now_ms, retention_ms)
+    if not keeps_tombstones:
+        assert horizon is None
+    elif current is not None:
+        assert horizon == current  # merging or cleaning again never moves it
+    else:
+        assert horizon == now_ms + retention_ms
+    # Tombstones go only once a horizon is set and reached.
+    assert not tombstones_expired(None, now_ms)
+    if horizon is not None:
+        assert tombstones_expired(horizon, now_ms) == (now_ms >= horizon)
+        assert tombstones_expired(horizon, horizon)
+        assert not tombstones_expired(horizon, horizon - 1)
+
+
+def test_a_horizon_never_overflows_the_batch_field() -> None:
+    assert delete_horizon(None, True, 10, 2**63 - 1) == 2**63 - 1

@@ -4,14 +4,14 @@ swaps), crashes and reopens.
 
 After every step the log, read from its start, must give strictly increasing offsets, each
 record exactly what was written at that offset; the latest record of every key must be the
-model's (a tombstone may be missing only once a clean ran more than ``delete.retention.ms``
+model's (a tombstone may be missing only once a clean ran ``delete.retention.ms`` or more
 after the first clean that covered it, and then the key is gone entirely: never an older
 value); nothing at or above the high watermark is ever cleaned away; and the clean section
 (below the cleaner's checkpoint) holds each key at most once.
 
-The cleaner's clock is ``now_ms`` and segments' modification times, which a clean sets to its
-``now_ms`` when it covers dirty records; a tombstone's deadline is therefore counted from the
-clean whose checkpoint first passed it, which is never later than the time its segment says.
+The cleaner's clock is ``now_ms``: the first clean that keeps a tombstone stamps its batch with
+a delete horizon ``delete.retention.ms`` later (KIP-534). A clean cut short by a crash counts
+too once it committed its swaps, since recovery completes them.
 """
 
 from __future__ import annotations
@@ -141,13 +141,15 @@ class CompactedLogMachine(RuleBasedStateMachine):
     def _before_clean(self) -> None:
         """A clean at ``now_ms`` may remove the tombstones past their deadline."""
         for offset, covered in self.covered_at.items():
-            if self.now_ms - covered > RETENTION_MS:
+            if self.now_ms - covered >= RETENTION_MS:
                 self.may_go.add(offset)
 
-    def _after_clean(self) -> None:
-        checkpoint = self._first_dirty()
+    def _after_clean(self, end_offset: int | None = None) -> None:
+        """Tombstones below where the clean reached (its checkpoint, unless given) now have
+        their horizon."""
+        reached = self._first_dirty() if end_offset is None else end_offset
         for offset, (_, value, _) in self.written.items():
-            if value is None and offset < checkpoint and offset not in self.covered_at:
+            if value is None and offset < reached and offset not in self.covered_at:
                 self.covered_at[offset] = self.now_ms
 
     def _first_dirty(self) -> int:
@@ -193,6 +195,8 @@ class CompactedLogMachine(RuleBasedStateMachine):
         for group in outcome.groups[:installed]:
             old = [sealed[base] for base in group.replaced]
             assert self.log.replace_segments(old, cleaner._swapper(self.log, group))
+        if outcome.groups:  # committed: recovery completes every swap
+            self._after_clean(outcome.end_offset)
         self._reopen(clean=False)
 
     # -- crashes -------------------------------------------------------------------------------
