@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.integration.partition_reads import confluent_messages, kafka_python_records
+
 OLD_MS = 1_500_000_000_000  # what producers stamp; far from any append time of this test
 
 
@@ -50,48 +52,11 @@ def _confluent_produce(cluster: Any, topic: str, rows: list[tuple[bytes | None, 
 
 
 def _confluent_read(cluster: Any, topic: str, count: int) -> list[Any]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "group.id": f"unused-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    messages: list[Any] = []
-    empty_polls = 0
-    while len(messages) < count and empty_polls < 20:
-        msg = consumer.poll(1.0)
-        if msg is None:
-            empty_polls += 1
-            continue
-        assert msg.error() is None, msg.error()
-        messages.append(msg)
-    consumer.close()
-    return messages
+    return confluent_messages(cluster.bootstrap, topic, count)
 
 
 def _kafka_python_read(cluster: Any, topic: str, count: int, **options: Any) -> list[Any]:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(
-        bootstrap_servers=cluster.bootstrap, enable_auto_commit=False, **options
-    )
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek(tp, 0)
-    rows: list[Any] = []
-    empty_polls = 0
-    while len(rows) < count and empty_polls < 10:
-        batch = consumer.poll(timeout_ms=1000)
-        if not batch:
-            empty_polls += 1
-        for msgs in batch.values():
-            rows += msgs
-    consumer.close()
-    return rows
+    return kafka_python_records(cluster.bootstrap, topic, count, **options)
 
 
 # -- LogAppendTime ------------------------------------------------------------------------------

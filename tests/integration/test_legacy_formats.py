@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.integration.partition_reads import confluent_messages, kafka_python_records
+
 OLD_APIS = {"0.8.2": (0, 8, 2), "0.10": (0, 10)}
 # The versions kafka-python sends as those clients: magic 0 for 0.8.2, magic 1 for 0.10.
 OLD_PRODUCE_VERSION = {"0.8.2": 0, "0.10": 2}
@@ -43,52 +45,21 @@ def _topic(cluster: Any, prefix: str, config: dict[str, str] | None = None) -> s
 
 
 def _confluent_read(cluster: Any, topic: str, count: int) -> list[tuple[int, Record, int]]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": cluster.bootstrap,
-            "group.id": f"unused-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    rows: list[tuple[int, Record, int]] = []
-    empty_polls = 0
-    while len(rows) < count and empty_polls < 20:
-        msg = consumer.poll(1.0)
-        if msg is None:
-            empty_polls += 1
-            continue
-        assert msg.error() is None, msg.error()
-        rows.append((msg.offset(), (msg.key(), msg.value()), msg.timestamp()[1]))
-    consumer.close()
-    return rows
+    return [
+        (msg.offset(), (msg.key(), msg.value()), msg.timestamp()[1])
+        for msg in confluent_messages(cluster.bootstrap, topic, count)
+    ]
 
 
 def _old_read(cluster: Any, topic: str, api: tuple[int, ...], count: int) -> list[Any]:
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(
-        bootstrap_servers=cluster.bootstrap,
+    return kafka_python_records(
+        cluster.bootstrap,
+        topic,
+        count,
         api_version=api,
-        enable_auto_commit=False,
         max_partition_fetch_bytes=4096,  # several fetches, partial messages at their ends
         fetch_max_bytes=4096,
     )
-    tp = TopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek(tp, 0)
-    rows: list[Any] = []
-    empty_polls = 0
-    while len(rows) < count and empty_polls < 10:
-        batch = consumer.poll(timeout_ms=1000)
-        if not batch:
-            empty_polls += 1
-        for msgs in batch.values():
-            rows += msgs
-    consumer.close()
-    return rows
 
 
 @pytest.mark.parametrize(("api", "codec"), CASES)
