@@ -199,6 +199,7 @@ def test_a_controller_cut_off_from_zookeeper_stops_reporting_active(
 
 def test_a_controller_whose_cut_heals_within_the_session_resumes(cut_cluster: CutCluster) -> None:
     old = _active_controller(cut_cluster)
+    epoch = _status(cut_cluster, old)["epoch"]
     proxy = cut_cluster.proxies[f"controller-{old}"]
     proxy.blackhole()
     paused_s = _wait(
@@ -210,6 +211,7 @@ def test_a_controller_whose_cut_heals_within_the_session_resumes(cut_cluster: Cu
     proxy.heal()
     _wait("the controller resumes", lambda: _status(cut_cluster, old)["active"], 15)
     assert _active_controller(cut_cluster) == old
+    assert _status(cut_cluster, old)["epoch"] == epoch  # the same term, not a new election
     # Resumed with a full load: it knows the brokers again.
     assert _status(cut_cluster, old)["live_brokers"] == [1, 2, 3]
     print(f"paused after {paused_s:.1f}s, resumed")
