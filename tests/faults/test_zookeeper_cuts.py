@@ -246,8 +246,13 @@ def _find_coordinator(address: tuple[str, int], group: str) -> Any:
     return request_once(address, request, FindCoordinatorResponse, 3)
 
 
+# Healed at once (the sessions survive) or after the sessions expired (the controller moved on).
+CUT_LENGTHS = pytest.mark.parametrize("hold_s", [0.0, SESSION_TIMEOUT_S * 2], ids=["short", "long"])
+
+
+@CUT_LENGTHS
 def test_a_leader_cut_off_from_zookeeper_and_followers_refuses_acks_all(
-    cut_cluster: CutCluster,
+    cut_cluster: CutCluster, hold_s: float
 ) -> None:
     handle = cut_cluster.handle
     topic = "footing-" + uuid.uuid4().hex[:6]
@@ -278,6 +283,10 @@ def test_a_leader_cut_off_from_zookeeper_and_followers_refuses_acks_all(
         assert _metric(leader_url, "pafka_broker_partitions_fenced") == 1
         # acks=1 is still taken, as Kafka takes it.
         assert _produce(address, topic, 1, 2000) == 0
+        time.sleep(hold_s)
+        # Still refused at once however long the cut lasts.
+        assert _produce(address, topic, -1, 2000) == NOT_ENOUGH_REPLICAS
+        assert _metric(leader_url, "pafka_broker_partitions_fenced") == 1
     finally:
         cut_cluster.proxies[f"broker-{leader}"].heal()
         for follower in followers:
@@ -307,8 +316,9 @@ def test_a_leader_cut_off_from_zookeeper_and_followers_refuses_acks_all(
 # -- (c) a group coordinator ---------------------------------------------------------------------
 
 
+@CUT_LENGTHS
 def test_a_coordinator_cut_off_from_zookeeper_answers_coordinator_not_available(
-    cut_cluster: CutCluster,
+    cut_cluster: CutCluster, hold_s: float
 ) -> None:
     from confluent_kafka import Consumer, Producer
 
@@ -354,6 +364,7 @@ def test_a_coordinator_cut_off_from_zookeeper_answers_coordinator_not_available(
             found = _find_coordinator(address, group)
             assert found.error_code == COORDINATOR_NOT_AVAILABLE
             assert time.monotonic() - sent < 1.0
+            time.sleep(hold_s)
         finally:
             cut_cluster.proxies[f"broker-{coordinator}"].heal()
         consumed(b"after", 90)
