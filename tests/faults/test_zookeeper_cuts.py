@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer
 from kafka.protocol.admin import DescribeGroupsRequest, DescribeGroupsResponse
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
@@ -241,6 +242,13 @@ def _produce(address: tuple[str, int], topic: str, acks: int, timeout_ms: int) -
     return int(response.responses[0].partition_responses[0].error_code)
 
 
+def _new_topic(handle: ClusterHandle) -> str:
+    """One partition on every broker."""
+    topic = "cut-" + uuid.uuid4().hex[:6]
+    handle.create_topic(topic, partitions=1, replication_factor=3)
+    return topic
+
+
 def _find_coordinator(address: tuple[str, int], group: str) -> Any:
     request = FindCoordinatorRequest[3](key=group, key_type=0)
     return request_once(address, request, FindCoordinatorResponse, 3)
@@ -255,8 +263,7 @@ def test_a_leader_cut_off_from_zookeeper_and_followers_refuses_acks_all(
     cut_cluster: CutCluster, hold_s: float
 ) -> None:
     handle = cut_cluster.handle
-    topic = "footing-" + uuid.uuid4().hex[:6]
-    handle.create_topic(topic, partitions=1, replication_factor=3)
+    topic = _new_topic(handle)
     state = handle.partition_state(topic, 0)
     leader = state.leader
     followers = [b for b in state.isr if b != leader]
@@ -320,12 +327,9 @@ def test_a_leader_cut_off_from_zookeeper_and_followers_refuses_acks_all(
 def test_a_coordinator_cut_off_from_zookeeper_answers_coordinator_not_available(
     cut_cluster: CutCluster, hold_s: float
 ) -> None:
-    from confluent_kafka import Consumer, Producer
-
-    handle = cut_cluster.handle
-    topic = "groups-" + uuid.uuid4().hex[:6]
     group = "g-" + uuid.uuid4().hex[:6]
-    handle.create_topic(topic, partitions=1, replication_factor=3)
+    handle = cut_cluster.handle
+    topic = _new_topic(handle)
     producer = Producer({"bootstrap.servers": handle.bootstrap, "acks": "all"})
     consumer = Consumer(
         {
