@@ -187,8 +187,12 @@ class Controller:
         if epoch is None:
             self.metrics.active.set(0)
             return
-        log.info("controller %d is active with epoch %d", self.settings.controller_id, epoch.epoch)
         self.epoch = epoch
+        if not self.connected:
+            # Elected, then cut off before acting: verified when the connection is back.
+            self.role = Role.PAUSED
+            return
+        log.info("controller %d is active with epoch %d", self.settings.controller_id, epoch.epoch)
         self.role = Role.ACTIVE
         await self._begin_term(epoch)
 
@@ -225,6 +229,8 @@ class Controller:
                     VERIFY_RETRY_S, lambda: asyncio.ensure_future(self._enqueue("elect"))
                 )
             return
+        if not self.connected:
+            return  # cut off again: the next CONNECTED checks again
         holds = term_still_held(
             controller_owner_session=owner,
             my_session=self.zk.session_id,
@@ -244,9 +250,12 @@ class Controller:
             await self.resign("another controller took over while this one was cut off")
 
     async def _activate(self, epoch: Epoch) -> None:
+        # A pause or resignation while this waits on ZooKeeper moves the generation: the rest
+        # of the activation is then abandoned (a resumption starts a new one).
+        generation = self.generation
         context = ControllerContext(epoch=epoch.epoch)
         self.context = context
-        self.partitions = PartitionManager(
+        partitions = PartitionManager(
             self.zk,
             self.settings.controller_id,
             epoch,
@@ -254,14 +263,22 @@ class Controller:
             self.send,
             on_election=self.metrics.count_election,
         )
-        await self.partitions.load()
+        self.partitions = partitions
+        await partitions.load()
+        if self.generation != generation:
+            return
         for broker in context.brokers.values():
             self._channel(broker.id, broker.control_url)
-        await self.partitions.on_startup()
-        self.reassignments = Reassignments(self.partitions)
+        await partitions.on_startup()
+        reassignments = Reassignments(partitions)
+        self.reassignments = reassignments
         pending_reassignment = await self.zk.get(ReassignmentZNode.path())
+        if self.generation != generation:
+            return
         if pending_reassignment is not None:
-            await self.reassignments.on_request(pending_reassignment[0])
+            await reassignments.on_request(pending_reassignment[0])
+        if self.generation != generation:
+            return
         self.metrics.bind(context)
         self.cluster_view.bind(context)
         pending = await self.zk.get(PreferredReplicaElectionZNode.path())
