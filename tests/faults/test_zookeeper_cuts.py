@@ -36,6 +36,10 @@ SESSION_TIMEOUT_S = 6.0  # LocalCluster's ZooKeeper session timeout for every se
 LAG_MAX_MS = 3000
 NOT_ENOUGH_REPLICAS = 19
 COORDINATOR_NOT_AVAILABLE = 15
+# A request held rather than answered takes its whole timeout (a produce) or lasts until
+# ZooKeeper is back (a group request); answered at once is well under half of that.
+HELD_TIMEOUT_MS = 10_000
+PROMPT_S = HELD_TIMEOUT_MS / 2000
 NAMES = ["controller-1", "controller-2", "broker-1", "broker-2", "broker-3"]
 
 
@@ -279,14 +283,14 @@ def test_a_leader_cut_off_from_zookeeper_and_followers_refuses_acks_all(
         codes = []
         while True:
             sent = time.monotonic()
-            code = _produce(address, topic, -1, 2000)
+            code = _produce(address, topic, -1, HELD_TIMEOUT_MS)
             codes.append(code)
             if code == NOT_ENOUGH_REPLICAS:
                 refused_in_s = time.monotonic() - sent
                 break
             assert time.monotonic() - started < 30, f"never refused: {codes}"
         fenced_after_s = time.monotonic() - started
-        assert refused_in_s < 1.0  # answered at once, not held until the timeout
+        assert refused_in_s < PROMPT_S  # answered at once, not held until the timeout
         assert _metric(leader_url, "pafka_broker_partitions_fenced") == 1
         # acks=1 is still taken, as Kafka takes it.
         assert _produce(address, topic, 1, 2000) == 0
@@ -363,11 +367,11 @@ def test_a_coordinator_cut_off_from_zookeeper_answers_coordinator_not_available(
                 address, DescribeGroupsRequest[0](groups=[group]), DescribeGroupsResponse, 0
             )
             assert described.groups[0].error_code == COORDINATOR_NOT_AVAILABLE
-            assert time.monotonic() - sent < 1.0  # at once, not after ZooKeeper comes back
+            assert time.monotonic() - sent < PROMPT_S  # at once, not once ZooKeeper is back
             sent = time.monotonic()
             found = _find_coordinator(address, group)
             assert found.error_code == COORDINATOR_NOT_AVAILABLE
-            assert time.monotonic() - sent < 1.0
+            assert time.monotonic() - sent < PROMPT_S
             time.sleep(hold_s)
         finally:
             cut_cluster.proxies[f"broker-{coordinator}"].heal()
