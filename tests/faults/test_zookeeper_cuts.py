@@ -152,7 +152,11 @@ class StatusPoller:
 
 
 def _active_controller(cluster: CutCluster) -> int:
-    data, _ = cluster.handle.zk.get(ControllerZNode.path())
+    """The controller holding ``/controller`` (waiting for one: a cluster just started may
+    not have elected yet)."""
+    zk = cluster.handle.zk
+    _wait("a controller is elected", lambda: zk.exists(ControllerZNode.path()) is not None, 30)
+    data, _ = zk.get(ControllerZNode.path())
     return ControllerZNode.decode(data).controller_id
 
 
