@@ -101,7 +101,11 @@ class LocalCluster:
         broker_env: dict[str, str] | None = None,
         controller_env: dict[str, str] | None = None,
         gateways: int = 0,
+        service_env: dict[str, dict[str, str]] | None = None,
     ) -> None:
+        """``service_env`` adds variables to one service's environment, by name
+        (``{"broker-1": {"PAFKA_BROKER_ZOOKEEPER": ...}}``): a proxy in front of ZooKeeper for
+        that process alone, say."""
         self.data_dir = data_dir.resolve()
         self.zookeeper_connect = zookeeper
         self.zookeeper: ZooKeeperServer | None = None
@@ -124,6 +128,7 @@ class LocalCluster:
             self._add("gateway", i, _pick_port(DEFAULT_GATEWAY_PORT + 10 * (i - 1), taken))
         self.broker_env = broker_env or {}
         self.controller_env = controller_env or {}
+        self.service_env = service_env or {}
 
     def _add(self, kind: str, i: int, http_port: int) -> ServiceProcess:
         service = ServiceProcess(
@@ -177,6 +182,9 @@ class LocalCluster:
         self.write_state()
 
     def _environment(self, service: ServiceProcess) -> dict[str, str]:
+        return {**self._kind_environment(service), **self.service_env.get(service.name, {})}
+
+    def _kind_environment(self, service: ServiceProcess) -> dict[str, str]:
         assert self.zookeeper_connect is not None
         if service.kind == "gateway":
             return {

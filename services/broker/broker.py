@@ -44,6 +44,7 @@ from services.broker.groups.offsets import GroupOffsets
 from services.broker.groups.rebalance import GroupProtocol
 from services.broker.http_api import create_app
 from services.broker.isr import IsrManager
+from services.broker.leader_fencing import reason as fencing_reason
 from services.broker.metadata_cache import MetadataCache
 from services.broker.metrics import BrokerMetrics
 from services.broker.producer_ids import ProducerIdAllocator
@@ -56,6 +57,10 @@ log = logging.getLogger(__name__)
 CONTROLLED_SHUTDOWN_ATTEMPTS = 3
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 10.0
 CONTROLLED_SHUTDOWN_RETRY_S = 1.0
+# Leaders re-check their footing (ZooKeeper, in-sync followers) this often at most.
+FOOTING_CHECK_MAX_S = 0.5
+# Partitions named in a fencing log line; the count says how many there are.
+LOGGED_PARTITIONS = 5
 
 
 class Broker:
@@ -166,6 +171,7 @@ class Broker:
                 self.isr.shrink_loop(lambda: list(self.replicas.partitions.values()))
             )
         )
+        self._tasks.append(asyncio.create_task(self._footing_loop()))
         log.info("broker %d serving Kafka on %s:%d", info.id, self.settings.host, self.port)
 
     async def _start_http(self) -> None:
@@ -223,7 +229,44 @@ class Broker:
         self._zk_connected = event is not SessionEvent.SUSPENDED and event is not SessionEvent.LOST
         if event is SessionEvent.LOST:
             self.groups.on_session_lost()
+        self.groups.set_zookeeper_reachable(self._zk_connected)
         self.metrics.zk_session_state.set(1 if self._zk_connected else 0)
+        self._check_footing()
+
+    async def _footing_loop(self) -> None:
+        lag_max_ms = self.settings.replica_lag_time_max_ms
+        while True:
+            await asyncio.sleep(min(lag_max_ms / 4000, FOOTING_CHECK_MAX_S))
+            self._check_footing()
+
+    def _check_footing(self) -> None:
+        """Fence the leaders that lost both ZooKeeper and their in-sync followers, unfence
+        the ones that found either again (``leader_fencing``); one log line per change."""
+        lag_max_ms = self.settings.replica_lag_time_max_ms
+        why = fencing_reason(lag_max_ms)
+        now_ms = int(time.time() * 1000)
+        fenced: list[str] = []
+        unfenced: list[str] = []
+        for (topic, index), partition in list(self.replicas.partitions.items()):
+            if self._zk_connected and partition.fenced_why is None:
+                continue  # connected: nothing to fence, and this one is not fenced
+            if partition.update_footing(self._zk_connected, now_ms, lag_max_ms, why):
+                name = f"{topic}-{index}"
+                (fenced if partition.fenced_why is not None else unfenced).append(name)
+        if fenced:
+            log.warning(
+                "%d partition(s) refuse acks=all writes (NOT_ENOUGH_REPLICAS): %s: %s",
+                len(fenced),
+                why,
+                _some(fenced),
+            )
+        if unfenced:
+            log.info(
+                "%d partition(s) take acks=all writes again (%s): %s",
+                len(unfenced),
+                "ZooKeeper is back" if self._zk_connected else "an in-sync follower is back",
+                _some(unfenced),
+            )
 
     async def _periodic_checkpoints(self) -> None:
         while True:
@@ -381,7 +424,15 @@ class Broker:
                     "isr": list(part.isr),
                     "log_end_offset": part.log.log_end_offset,
                     "high_watermark": part.log.high_watermark,
+                    "fenced": part.fenced_why,
                 }
                 for (t, p), part in sorted(self.replicas.partitions.items())
             },
         }
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(sorted(names)[:LOGGED_PARTITIONS])
+    return shown + (
+        f" and {len(names) - LOGGED_PARTITIONS} more" if len(names) > LOGGED_PARTITIONS else ""
+    )

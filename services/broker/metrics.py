@@ -140,6 +140,13 @@ class BrokerMetrics:
             "ISR expansions of partitions this broker leads (one per change)",
             registry=r,
         )
+        self.partitions_fenced = Gauge(
+            "pafka_broker_partitions_fenced",
+            "Partitions led here that refuse acks=all writes with NOT_ENOUGH_REPLICAS: "
+            "ZooKeeper unreachable and no in-sync follower caught up within "
+            "replica.lag.time.max.ms",
+            registry=r,
+        )
         self.zk_session_state = Gauge(
             "pafka_broker_zookeeper_connected",
             "1 while the ZooKeeper session is connected",
@@ -229,6 +236,9 @@ class BrokerMetrics:
         """Read the hosted partitions (and the data dir's disk) at scrape time."""
         self.partition_count.set_function(lambda: sum(1 for _ in partitions()))
         self.leader_count.set_function(lambda: sum(p.is_leader for p in partitions()))
+        self.partitions_fenced.set_function(
+            lambda: sum(p.fenced_why is not None for p in partitions())
+        )
         self.under_replicated.set_function(
             lambda: sum(p.is_leader and len(p.isr) < len(p.replicas) for p in partitions())
         )

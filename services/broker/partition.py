@@ -4,7 +4,9 @@ Invariants:
 * only the leader appends client writes; a follower's log changes only by replication;
 * a LeaderAndIsr with a leader epoch older than the one held is ignored (a delayed message from
   an earlier decision must not undo a later one);
-* consumers never read at or above the high watermark.
+* consumers never read at or above the high watermark;
+* a leader cut off from both ZooKeeper and its in-sync followers refuses acks=all writes
+  (``leader_fencing``) until either comes back.
 
 The leader's high watermark is the smallest log end offset over the ISR (see ``followers``);
 followers learn it from their fetch responses. ISR changes the leader wants are returned to the
@@ -35,6 +37,7 @@ from pafka.storage.log import Log
 from pafka.storage.region import FileRegion
 from services.broker.append_checks import checked_for_append
 from services.broker.followers import Followers
+from services.broker.leader_fencing import fenced, refuses
 from services.broker.notify import Notifier, wait_any
 from services.broker.producer_state import BatchRecord, ProducerStateTable
 
@@ -74,6 +77,8 @@ class Partition:
         self.zk_version = -1
         self.controller_epoch = -1
         self.followers = Followers()
+        # Why this leader refuses acks=all writes (``leader_fencing``); None while it takes them.
+        self.fenced_why: str | None = None
         self.producers = ProducerStateTable()
         # Fetch sessions watching this partition are told its key when it changes.
         self.notifier = Notifier((topic, index))
@@ -121,6 +126,8 @@ class Partition:
         self.zk_version = info.zk_version
         self.controller_epoch = info.controller_epoch
         self.is_leader = info.leader == broker_id
+        if not self.is_leader:
+            self.fenced_why = None
         if became_leader:
             now_ms = int(time.time() * 1000)
             self.followers.reset([r for r in info.replicas if r != broker_id], now_ms)
@@ -146,6 +153,23 @@ class Partition:
     def on_follower_fetch(self, follower: int, fetch_offset: int, now_ms: int) -> None:
         self.followers.on_fetch(follower, fetch_offset, self.log.log_end_offset, now_ms)
         self.advance_high_watermark()
+
+    def update_footing(self, zk_connected: bool, now_ms: int, lag_max_ms: int, why: str) -> bool:
+        """Fence or unfence this leader for acks=all writes; True when that changed. Writes
+        waiting for replication are woken to fail when it becomes fenced."""
+        is_fenced = self.is_leader and fenced(
+            zk_connected=zk_connected,
+            isr_followers=[r for r in self.isr if r != self.leader],
+            lagging=self.followers.lagging(
+                self.isr, self.leader, self.log.log_end_offset, now_ms, lag_max_ms
+            ),
+        )
+        if is_fenced == (self.fenced_why is not None):
+            return False
+        self.fenced_why = why if is_fenced else None
+        if is_fenced:
+            self.notifier.notify()
+        return True
 
     def isr_to_expand(self) -> tuple[int, ...] | None:
         joining = [
@@ -178,6 +202,8 @@ class Partition:
                 f"{self.topic}-{self.index} has {len(self.isr)} in-sync replicas, "
                 f"min.insync.replicas is {self.config.min_insync_replicas}"
             )
+        if refuses(acks, self.fenced_why is not None):
+            raise NotEnoughReplicasError(f"{self.topic}-{self.index}: {self.fenced_why}")
         now_ms = int(time.time() * 1000)
         headers = [h for _, h in iter_batches(records)]
         if not headers:
@@ -214,6 +240,8 @@ class Partition:
         while self.log.high_watermark <= offset:
             if not self.is_leader:
                 raise NotLeaderOrFollowerError(f"{self!r} lost leadership before replication")
+            if self.fenced_why is not None:
+                raise NotEnoughReplicasAfterAppendError(f"{self!r}: {self.fenced_why}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RequestTimedOutError(f"{self!r}: replication of offset {offset} timed out")

@@ -4,7 +4,9 @@ Every ZooKeeper watch only enqueues an event; one task processes events one at a
 controller's decisions never interleave. Events are taken by priority and fold into one
 another (``event_queue``): a broker failure never waits behind ISR notifications. Only the
 active controller processes events; a standby keeps its watches and drops them, and on
-activation reloads everything from ZooKeeper.
+activation reloads everything from ZooKeeper. A controller stands only on ZooKeeper: cut off
+from it (session suspended) it stops acting at once and, once reconnected, resumes only if it
+still holds its term (``pafka.cluster.controller_footing``).
 Decisions come from ``pafka.cluster`` (pure); this module reads state, calls them, writes the
 result fenced by the controller epoch, and tells brokers.
 """
@@ -19,7 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from kazoo.client import KazooClient
 
+from pafka.cluster.controller_footing import Action, Role, Session, after_verify, on_session
+from pafka.cluster.controller_footing import still_holds as term_still_held
 from pafka.cluster.elect_leaders import ElectionType
 from pafka.errors import ControllerFencedError, NotControllerError, PafkaError
 from pafka.zk.client import SessionEvent, ZkClient
@@ -28,6 +33,7 @@ from pafka.zk.znodes import (
     BROKER_TOPICS,
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
+    ControllerEpochZNode,
     ControllerZNode,
     PreferredReplicaElectionZNode,
     ReassignmentZNode,
@@ -49,6 +55,8 @@ from services.controller.settings import ControllerSettings
 log = logging.getLogger(__name__)
 
 SLOW_EVENT_S = 0.5
+# A paused controller whose term check failed although connected tries again after this.
+VERIFY_RETRY_S = 1.0
 
 
 @dataclass
@@ -63,6 +71,7 @@ class Controller:
             name=f"controller-{self.settings.controller_id}",
         )
         self.epoch: Epoch | None = None
+        self.role = Role.STANDBY
         self.context: ControllerContext | None = None
         self.partitions: PartitionManager | None = None
         self.reassignments: Reassignments | None = None
@@ -83,7 +92,7 @@ class Controller:
 
     @property
     def active(self) -> bool:
-        return self.epoch is not None
+        return self.role is Role.ACTIVE
 
     @property
     def pending_events(self) -> int:
@@ -154,15 +163,22 @@ class Controller:
 
     async def _on_session(self, event: SessionEvent) -> None:
         self.connected = event is SessionEvent.CONNECTED
-        if event is SessionEvent.LOST:
+        step = on_session(self.role, Session(event.value))
+        if step.action is Action.PAUSE:
+            await self._pause()
+        elif step.action is Action.RESIGN:
             await self.resign("ZooKeeper session expired")
-        elif event is SessionEvent.CONNECTED:
+        elif step.action in (Action.ELECT, Action.VERIFY):
+            # Through the event task: a check or an election never interleaves with an event.
             await self._enqueue("elect")
 
     # -- election --------------------------------------------------------------------------------
 
     async def _elect(self) -> None:
-        if self.active:
+        if self.role is Role.PAUSED:
+            await self._verify()
+            return
+        if self.role is Role.ACTIVE:
             return
         me = ControllerZNode(
             self.settings.controller_id, self.settings.advertised_host, self.settings.url
@@ -171,8 +187,18 @@ class Controller:
         if epoch is None:
             self.metrics.active.set(0)
             return
-        log.info("controller %d is active with epoch %d", self.settings.controller_id, epoch.epoch)
         self.epoch = epoch
+        if not self.connected:
+            # Elected, then cut off before acting: verified when the connection is back.
+            self.role = Role.PAUSED
+            return
+        log.info("controller %d is active with epoch %d", self.settings.controller_id, epoch.epoch)
+        self.role = Role.ACTIVE
+        await self._begin_term(epoch)
+
+    async def _begin_term(self, epoch: Epoch) -> None:
+        """Act as the active controller from a full load: after an election, or on resuming a
+        term whose watches may have been missed while cut off."""
         self.generation += 1
         self.metrics.active.set(1)
         self.metrics.epoch.set(epoch.epoch)
@@ -181,10 +207,55 @@ class Controller:
         except ControllerFencedError as exc:
             await self.resign(str(exc))
 
+    async def _pause(self) -> None:
+        """Cut off from ZooKeeper: stop acting at once, keep the epoch for the check."""
+        log.warning(
+            "controller %d lost its ZooKeeper connection: inactive until it is back",
+            self.settings.controller_id,
+        )
+        self.role = Role.PAUSED
+        await self._stand_down()
+
+    async def _verify(self) -> None:
+        """Back in touch with the same session: resume if the term is still ours."""
+        epoch = self.epoch
+        assert epoch is not None  # paused controllers keep their epoch
+        try:
+            owner, epoch_version = await self.zk.run(read_term, self.zk.kazoo)
+        except PafkaError as exc:
+            log.warning("controller term not checked yet: %s", exc)
+            if self.connected:
+                asyncio.get_running_loop().call_later(
+                    VERIFY_RETRY_S, lambda: asyncio.ensure_future(self._enqueue("elect"))
+                )
+            return
+        if not self.connected:
+            return  # cut off again: the next CONNECTED checks again
+        holds = term_still_held(
+            controller_owner_session=owner,
+            my_session=self.zk.session_id,
+            epoch_zk_version=epoch_version,
+            my_epoch_zk_version=epoch.zk_version,
+        )
+        step = after_verify(self.role, holds)
+        if step.action is Action.RESUME:
+            log.info(
+                "controller %d still holds epoch %d: resuming with a full reload",
+                self.settings.controller_id,
+                epoch.epoch,
+            )
+            self.role = Role.ACTIVE
+            await self._begin_term(epoch)
+        elif step.action is Action.RESIGN:
+            await self.resign("another controller took over while this one was cut off")
+
     async def _activate(self, epoch: Epoch) -> None:
+        # A pause or resignation while this waits on ZooKeeper moves the generation: the rest
+        # of the activation is then abandoned (a resumption starts a new one).
+        generation = self.generation
         context = ControllerContext(epoch=epoch.epoch)
         self.context = context
-        self.partitions = PartitionManager(
+        partitions = PartitionManager(
             self.zk,
             self.settings.controller_id,
             epoch,
@@ -192,14 +263,22 @@ class Controller:
             self.send,
             on_election=self.metrics.count_election,
         )
-        await self.partitions.load()
+        self.partitions = partitions
+        await partitions.load()
+        if self.generation != generation:
+            return
         for broker in context.brokers.values():
             self._channel(broker.id, broker.control_url)
-        await self.partitions.on_startup()
-        self.reassignments = Reassignments(self.partitions)
+        await partitions.on_startup()
+        reassignments = Reassignments(partitions)
+        self.reassignments = reassignments
         pending_reassignment = await self.zk.get(ReassignmentZNode.path())
+        if self.generation != generation:
+            return
         if pending_reassignment is not None:
-            await self.reassignments.on_request(pending_reassignment[0])
+            await reassignments.on_request(pending_reassignment[0])
+        if self.generation != generation:
+            return
         self.metrics.bind(context)
         self.cluster_view.bind(context)
         pending = await self.zk.get(PreferredReplicaElectionZNode.path())
@@ -207,10 +286,16 @@ class Controller:
             await self._on_preferred_request(pending[0])
 
     async def resign(self, why: str) -> None:
-        if not self.active:
+        if self.role is Role.STANDBY:
             return
         log.warning("controller %d resigns: %s", self.settings.controller_id, why)
+        self.role = Role.STANDBY
         self.epoch = None
+        await self._stand_down()
+
+    async def _stand_down(self) -> None:
+        """Stop acting: no context, no channels, no cluster view; events queued so far are
+        stale (the generation moves)."""
         self.context = None
         self.partitions = None
         self.reassignments = None
@@ -365,6 +450,7 @@ class Controller:
         return {
             "controller_id": self.settings.controller_id,
             "active": self.active,
+            "role": self.role.value,
             "epoch": self.epoch.epoch if self.epoch else None,
             "zookeeper_connected": self.connected,
             "live_brokers": sorted(context.brokers) if context else None,
@@ -372,6 +458,17 @@ class Controller:
             "partitions": len(context.partitions) if context else None,
             "offline_partitions": context.offline_count() if context else None,
         }
+
+
+def read_term(zk: KazooClient) -> tuple[int | None, int | None]:
+    """The session owning ``/controller`` and the version of ``/controller_epoch`` (None where
+    a node is missing). Blocking: run it in a worker thread."""
+    holder = zk.exists(ControllerZNode.path())
+    epoch = zk.exists(ControllerEpochZNode.path())
+    return (
+        holder.ephemeralOwner if holder is not None else None,
+        epoch.version if epoch is not None else None,
+    )
 
 
 def _answer(

@@ -7,6 +7,11 @@ coordinator died). Claiming loads the group from ZooKeeper; members found there 
 within their session timeout, so their partitions are never handed on while they may still
 be consuming them. The rebalance protocol itself is in :mod:`.rebalance`, offsets in
 :mod:`.offsets`.
+
+Groups live in ZooKeeper, so a broker cut off from it (session suspended) can neither read nor
+write them: until it is back every group request gets COORDINATOR_NOT_AVAILABLE at once (clients
+retry, finding the coordinator again) instead of waiting on ZooKeeper, and FindCoordinator asked
+here names nobody. Groups stay held: the session may survive the cut.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ class GroupCoordinator:
         # only decides when a group must rebalance and when sessions are checked.
         self.prepare_rebalance: Callable[[GroupRuntime, str], None] = lambda rt, why: None
         self.sweep_group: Callable[[GroupRuntime], Awaitable[None]] | None = None
+        self.zookeeper_reachable = True
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -85,6 +91,31 @@ class GroupCoordinator:
         """Our registration is gone, so others may claim our groups: stop acting at once."""
         for rt in list(self.groups.values()):
             self.unload(rt, "ZooKeeper session lost")
+
+    def set_zookeeper_reachable(self, reachable: bool) -> None:
+        """The ZooKeeper connection came or went. Going, requests parked on a rebalance are
+        answered now: the rebalance cannot complete without writing ZooKeeper."""
+        if reachable == self.zookeeper_reachable:
+            return
+        self.zookeeper_reachable = reachable
+        if reachable:
+            log.info("ZooKeeper is back: coordinating %d group(s) again", len(self.groups))
+            return
+        log.warning(
+            "cut off from ZooKeeper: group requests get COORDINATOR_NOT_AVAILABLE until it is back"
+        )
+        for rt in self.groups.values():
+            rt.fail_all(self._unreachable(rt.group_id))
+
+    def require_zookeeper(self, group: str) -> None:
+        """Refuse a group request at once while ZooKeeper, where groups live, is unreachable."""
+        if not self.zookeeper_reachable:
+            raise self._unreachable(group)
+
+    def _unreachable(self, group: str) -> CoordinatorNotAvailableError:
+        return CoordinatorNotAvailableError(
+            f"broker {self.broker_id} cannot reach ZooKeeper to coordinate group {group!r}"
+        )
 
     def unload(self, rt: GroupRuntime, why: str) -> None:
         if self.groups.get(rt.group_id) is rt:
@@ -124,6 +155,7 @@ class GroupCoordinator:
         return designated_coordinator(group, self.live)
 
     async def find(self, group: str) -> BrokerInfo:
+        self.require_zookeeper(group)
         broker = await self.coordinator_of(group)
         info = self.live.get(broker) if broker is not None else None
         if info is None:
@@ -134,8 +166,9 @@ class GroupCoordinator:
         """The group if this broker coordinates it, claimed and loaded on first use.
 
         Raises NotCoordinatorError when another broker does; None when the group does not exist
-        and ``create`` is false.
+        and ``create`` is false; CoordinatorNotAvailableError while ZooKeeper is unreachable.
         """
+        self.require_zookeeper(group)
         rt = self.groups.get(group)
         if rt is not None:
             return rt
@@ -257,6 +290,7 @@ class GroupCoordinator:
 
     async def zk_consumers(self, group: str) -> ZkConsumers:
         """The group's ZooKeeper-coordinated consumers now (read afresh: they are ephemeral)."""
+        self.require_zookeeper(group)
         try:
             return await self.zk.run(shared_registry.zk_consumers, self.zk.kazoo, group)
         except CorruptZNodeError as exc:
@@ -285,8 +319,8 @@ class GroupCoordinator:
     async def _sweep_loop(self) -> None:
         while True:
             await asyncio.sleep(self.config.sweep_interval_ms / 1000)
-            if self.sweep_group is None:
-                continue
+            if self.sweep_group is None or not self.zookeeper_reachable:
+                continue  # expiring members would need ZooKeeper writes
             for rt in list(self.groups.values()):
                 with contextlib.suppress(KafkaApiError):
                     await self.sweep_group(rt)
@@ -330,6 +364,8 @@ class GroupCoordinator:
     async def list_groups(self) -> list[GroupRuntime]:
         """Groups this broker coordinates, including ones it is designated for but not holding
         yet (they are loaded, as Kafka loads every group of its partitions)."""
+        if not self.zookeeper_reachable:
+            raise CoordinatorNotAvailableError(f"broker {self.broker_id} cannot reach ZooKeeper")
         groups = await self.zk.run(store.list_groups, self.zk.kazoo)
         found = []
         for group, listed in sorted(groups.items()):

@@ -167,6 +167,7 @@ class GroupOffsets:
                 continue
             accepted[tp] = self._node(entry)
             results[tp] = None
+        self.coordinator.require_zookeeper(group_id)
         zk = self.coordinator.zk
         await zk.run(shared_registry.write_offsets_unfenced, zk.kazoo, group_id, accepted)
         held = self.coordinator.groups.get(group_id)
@@ -178,6 +179,7 @@ class GroupOffsets:
     async def fetch_v0(
         self, group_id: str, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, CommittedOffsetZNode | None]:
+        self.coordinator.require_zookeeper(group_id)
         zk = self.coordinator.zk
         found = (await zk.run(shared_registry.read_offsets, zk.kazoo, group_id, partitions)).offsets
         return {tp: found.get(tp) for tp in partitions}
