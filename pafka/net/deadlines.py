@@ -71,8 +71,10 @@ class NetworkDeadlines:
 DEFAULT_DEADLINES = NetworkDeadlines()
 
 
-def read_deadlines(env: Env) -> NetworkDeadlines:
-    """The deadlines from ``{prefix}SOCKET_CONNECTION_SETUP_TIMEOUT_MS`` and its siblings."""
+def read_deadlines(env: Env, **own: int) -> NetworkDeadlines:
+    """The deadlines every service reads (``{prefix}SOCKET_CONNECTION_SETUP_TIMEOUT_MS`` and its
+    siblings) plus ``own``: the ones only one service has, read by it under its own name (the
+    broker's ``REPLICA_SOCKET_TIMEOUT_MS``, the controller's ``SOCKET_TIMEOUT_MS``)."""
     d = DEFAULT_DEADLINES
     k = d.keepalive
     return NetworkDeadlines(
@@ -81,12 +83,6 @@ def read_deadlines(env: Env) -> NetworkDeadlines:
         ),
         default_api_timeout_ms=env.integer(
             "DEFAULT_API_TIMEOUT_MS", d.default_api_timeout_ms, minimum=1
-        ),
-        replica_socket_timeout_ms=env.integer(
-            "REPLICA_SOCKET_TIMEOUT_MS", d.replica_socket_timeout_ms, minimum=1
-        ),
-        controller_socket_timeout_ms=env.integer(
-            "CONTROLLER_SOCKET_TIMEOUT_MS", d.controller_socket_timeout_ms, minimum=1
         ),
         reconnect_backoff_ms=env.integer("RECONNECT_BACKOFF_MS", d.reconnect_backoff_ms),
         reconnect_backoff_max_ms=env.integer(
@@ -100,4 +96,5 @@ def read_deadlines(env: Env) -> NetworkDeadlines:
             interval_ms=env.integer("SOCKET_KEEPALIVE_INTERVAL_MS", k.interval_ms, minimum=1000),
             count=env.integer("SOCKET_KEEPALIVE_COUNT", k.count, minimum=1),
         ),
+        **own,
     )

@@ -137,7 +137,12 @@ class BrokerSettings:
             raise ConfigError(
                 f"{PREFIX}GROUP_MIN_SESSION_TIMEOUT_MS is above GROUP_MAX_SESSION_TIMEOUT_MS"
             )
-        network = read_deadlines(env)
+        network = read_deadlines(
+            env,
+            replica_socket_timeout_ms=env.integer(
+                "REPLICA_SOCKET_TIMEOUT_MS", NetworkDeadlines.replica_socket_timeout_ms, minimum=1
+            ),
+        )
         fetch_wait_max_ms = env.integer("REPLICA_FETCH_WAIT_MAX_MS", 500, minimum=0)
         network.check_replica_fetch_wait(fetch_wait_max_ms)
         return cls(

@@ -63,6 +63,11 @@ class ControllerSettings:
             cluster_view_interval_ms=env.integer(
                 "CLUSTER_VIEW_INTERVAL_MS", cls.cluster_view_interval_ms, minimum=100
             ),
-            network=read_deadlines(env),
+            network=read_deadlines(
+                env,
+                controller_socket_timeout_ms=env.integer(
+                    "SOCKET_TIMEOUT_MS", NetworkDeadlines.controller_socket_timeout_ms, minimum=1
+                ),
+            ),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )
