@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,7 +24,8 @@ from pafka.client.connection import BrokerConnection
 from pafka.cluster.topic_config import TopicConfig
 from pafka.control import messages as control
 from pafka.control.messages import LiveBroker
-from pafka.errors import BrokerConnectionError, ConfigError, NotControllerError
+from pafka.errors import BrokerConnectionError, ConfigError, CoordinationError, NotControllerError
+from pafka.local.zookeeper import ZooKeeperServer
 from pafka.net.deadlines import KeepAlive, NetworkDeadlines
 from pafka.net.sockets import Backoff, backoff_ms, open_connection
 from pafka.protocol.messages import request_class
@@ -399,6 +400,47 @@ def test_controller_link_gives_up_on_an_unreachable_controller(zk_connect: str) 
                         call_controller(zk, "/elect-leaders", {}, 100, SHORT), 5.1 + GUARD_S
                     )
         finally:
+            await zk.close()
+
+    run(scenario())
+
+
+# -- ZooKeeper -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_zookeeper(tmp_path: Path) -> Iterator[ZooKeeperServer]:
+    """A ZooKeeper of this test's own: it is frozen (SIGSTOP), which others must not see."""
+    server = ZooKeeperServer(tmp_path / "zk")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.resume()
+        server.stop()
+
+
+def test_zookeeper_calls_give_up_while_the_server_does_not_answer(
+    own_zookeeper: ZooKeeperServer,
+) -> None:
+    """kazoo fails the request in flight when its read timeout passes, but queues the retries
+    until it reconnects: the call must end a session timeout after the connection went down."""
+
+    async def scenario() -> None:
+        zk = ZkClient(own_zookeeper.connect_string, session_timeout_ms=2000, name="test")
+        await zk.start(timeout_s=10)
+        try:
+            assert await zk.get("/missing") is None
+            own_zookeeper.pause()
+            with pytest.raises(CoordinationError):
+                await asyncio.wait_for(zk.get("/missing"), 3 * GUARD_S)
+            with pytest.raises(CoordinationError):  # a call made while it is down, too
+                await asyncio.wait_for(zk.get_children("/"), 3 * GUARD_S)
+            own_zookeeper.resume()
+            await eventually(lambda: zk._down_since is None, 30.0)
+            assert await asyncio.wait_for(zk.get("/missing"), 3 * GUARD_S) is None
+        finally:
+            own_zookeeper.resume()
             await zk.close()
 
     run(scenario())
