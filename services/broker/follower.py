@@ -135,11 +135,11 @@ class FollowerLink:
                 await self._replicate(reader, writer)
             except (OSError, asyncio.IncompleteReadError, ProtocolError) as exc:
                 self._connection_failed(f"fetching from leader {self.leader.id} failed: {exc}")
-            except Exception as exc:
-                # Never let one bad response end replication from this leader for good.
-                if not self.reconnect.failures:
-                    log.exception("fetcher for leader %d failed", self.leader.id)
-                self._connection_failed(f"fetcher for leader {self.leader.id} failed: {exc!r}")
+            except Exception:
+                # Never let one bad response end replication from this leader for good; a bug
+                # that recurs on every answer retries at the fetch backoff, not in a tight loop.
+                log.exception("fetcher for leader %d failed", self.leader.id)
+                await asyncio.sleep(self.backoff_s)
             finally:
                 writer.close()
 
@@ -213,8 +213,9 @@ class FollowerLink:
                 payload = await reader.readexactly(size)
         except TimeoutError:
             raise TimeoutError(f"{api.name} unanswered within {timeout_ms} ms") from None
+        response = decode_response(api, version, payload)
         self._answered()
-        return decode_response(api, version, payload)
+        return response
 
     async def _truncate(
         self,

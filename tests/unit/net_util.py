@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 
@@ -74,26 +74,42 @@ class Silent:
     received_bytes: int = 0
 
 
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
 @contextlib.asynccontextmanager
-async def silent_server() -> AsyncIterator[Silent]:
-    """Accepts, reads everything, answers nothing."""
+async def _serving(handle: Handler) -> AsyncIterator[int]:
+    """A loopback server running ``handle`` per connection; its port. Closing it closes every
+    connection it accepted."""
     writers: list[asyncio.StreamWriter] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        state.connections += 1
         writers.append(writer)
-        while data := await reader.read(65536):
-            state.received_bytes += len(data)
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            await handle(reader, writer)
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    state = Silent(server.sockets[0].getsockname()[1])
     try:
-        yield state
+        yield server.sockets[0].getsockname()[1]
     finally:
         server.close()
         for writer in writers:
             writer.close()
         await server.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def silent_server() -> AsyncIterator[Silent]:
+    """Accepts, reads everything, answers nothing."""
+
+    async def handle(reader: asyncio.StreamReader, _: asyncio.StreamWriter) -> None:
+        state.connections += 1
+        while data := await reader.read(65536):
+            state.received_bytes += len(data)
+
+    async with _serving(handle) as port:
+        state = Silent(port)
+        yield state
 
 
 @dataclass
@@ -109,37 +125,28 @@ class Http:
 @contextlib.asynccontextmanager
 async def http_server(*, silent: bool = False) -> AsyncIterator[Http]:
     """HTTP/1.1 that answers ``200 {}`` to every request, or reads them and never answers."""
-    writers: list[asyncio.StreamWriter] = []
 
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writers.append(writer)
-        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode().split("\r\n")
-                state.paths.append(lines[0].split(" ")[1])
-                length = 0
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name.lower() == "content-length":
-                        length = int(value)
-                await reader.readexactly(length)
-                if not silent:
-                    writer.write(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                        b"content-length: 2\r\n\r\n{}"
-                    )
-                    await writer.drain()
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            lines = head.decode().split("\r\n")
+            state.paths.append(lines[0].split(" ")[1])
+            length = 0
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            await reader.readexactly(length)
+            if not silent:
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: 2\r\n\r\n{}"
+                )
+                await writer.drain()
 
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    state = Http(server.sockets[0].getsockname()[1])
-    try:
+    async with _serving(handle) as port:
+        state = Http(port)
         yield state
-    finally:
-        server.close()
-        for writer in writers:
-            writer.close()
-        await server.wait_closed()
 
 
 async def eventually(condition: object, timeout_s: float = 20.0) -> None:
