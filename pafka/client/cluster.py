@@ -79,17 +79,21 @@ class ClusterClient:
         services start in any order."""
         if self.zk is not None:
             self.zk.watch_children(BROKER_IDS, self._on_brokers)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            try:
-                await self.refresh()
-                return
-            except PafkaError as exc:
-                if loop.time() > deadline:
-                    raise
-                log.info("waiting for brokers: %s", exc)
-                await asyncio.sleep(0.5)
+        last: PafkaError = BrokerConnectionError(f"no broker answered within {timeout_s:g}s")
+        try:
+            # One deadline for all attempts: a broker that accepts and never answers would
+            # otherwise hold a single attempt for a whole call deadline.
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    try:
+                        await self.refresh()
+                        return
+                    except PafkaError as exc:
+                        last = exc
+                        log.info("waiting for brokers: %s", exc)
+                        await asyncio.sleep(0.5)
+        except TimeoutError:
+            raise last from None
 
     async def close(self) -> None:
         for connection in list(self._connections.values()):

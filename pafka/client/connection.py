@@ -108,6 +108,7 @@ class BrokerConnection:
                 return await asyncio.shield(future)
         except TimeoutError as exc:
             if future is not None:
+                future.cancel()  # nobody will read its outcome now
                 # Sent: the answer may still come, and would be matched to a later request.
                 self._fail(
                     BrokerConnectionError(f"{self.host}:{self.port}: no answer in {timeout_s:g}s")

@@ -331,6 +331,17 @@ def test_cluster_client_gives_its_deadlines_to_every_connection() -> None:
     run(scenario())
 
 
+def test_cluster_client_start_keeps_its_own_deadline_against_a_silent_broker() -> None:
+    async def scenario() -> None:
+        async with silent_server() as peer:
+            cluster = ClusterClient(bootstrap=[("127.0.0.1", peer.port)])  # 60 s per call
+            with pytest.raises(BrokerConnectionError, match="no broker answered"):
+                await bounded(cluster.start(timeout_s=0.5))
+            await cluster.close()
+
+    run(scenario())
+
+
 # -- controller -> broker control API -------------------------------------------------------------
 
 
