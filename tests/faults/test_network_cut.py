@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kafka.protocol.producer import ProduceResponse
 
-from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer
+from tests.faults.conftest import fault_cluster_with
 from tests.integration.conftest import ClusterHandle
-from tests.integration.wire import roundtrip
+from tests.integration.wire import produce_request, roundtrip
 from tests.unit.records_util import build_batch
 
 pytestmark = [
@@ -42,24 +41,9 @@ BROKER_ENV = {
 
 @pytest.fixture
 def cut_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
-    zk = ZooKeeperServer(tmp_path / "zk")
-    zk.start()
-    local = LocalCluster(
-        tmp_path / "cluster",
-        brokers=3,
-        controllers=1,
-        zookeeper=zk.connect_string,
-        broker_env=BROKER_ENV,
-    )
-    local.start()
-    handle = ClusterHandle(local, zk.connect_string)
-    try:
+    with fault_cluster_with(tmp_path, BROKER_ENV) as handle:
         _wait(lambda: len(handle.broker_ids()) == 3, 30, "brokers did not register")
         yield handle
-    finally:
-        handle.close()
-        local.stop()
-        zk.stop()
 
 
 def _nft(*args: str) -> None:
@@ -82,21 +66,7 @@ def _heal() -> None:
 
 def _produce_around_the_cut(address: tuple[str, int], topic: str, value: bytes) -> None:
     """acks=1 from 127.0.0.2, which the cut lets through."""
-    request = ProduceRequest[8](
-        transactional_id=None,
-        acks=1,
-        timeout_ms=5000,
-        topic_data=[
-            ProduceRequest[8].TopicProduceData(
-                name=topic,
-                partition_data=[
-                    ProduceRequest[8].TopicProduceData.PartitionProduceData(
-                        index=0, records=build_batch([value])
-                    )
-                ],
-            )
-        ],
-    )
+    request = produce_request(topic, 0, build_batch([value]))
     with socket.socket() as sock:
         sock.settimeout(15)
         sock.bind(("127.0.0.2", 0))
