@@ -24,6 +24,7 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
+from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
 from pafka.zk.client import ZkClient
@@ -56,8 +57,11 @@ class ClusterClient:
         bootstrap: Iterable[tuple[str, int]] = (),
         zk: ZkClient | None = None,
         client_id: str = "pafka-client",
+        network: NetworkDeadlines = DEFAULT_DEADLINES,
     ) -> None:
         self.client_id = client_id
+        # Connect and call deadlines of every connection to a broker.
+        self.network = network
         self.zk = zk
         self.brokers: dict[int, tuple[str, int]] = {}
         self.cluster_id: str | None = None
@@ -75,17 +79,21 @@ class ClusterClient:
         services start in any order."""
         if self.zk is not None:
             self.zk.watch_children(BROKER_IDS, self._on_brokers)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            try:
-                await self.refresh()
-                return
-            except PafkaError as exc:
-                if loop.time() > deadline:
-                    raise
-                log.info("waiting for brokers: %s", exc)
-                await asyncio.sleep(0.5)
+        last: PafkaError = BrokerConnectionError(f"no broker answered within {timeout_s:g}s")
+        try:
+            # One deadline for all attempts: a broker that accepts and never answers would
+            # otherwise hold a single attempt for a whole call deadline.
+            async with asyncio.timeout(timeout_s):
+                while True:
+                    try:
+                        await self.refresh()
+                        return
+                    except PafkaError as exc:
+                        last = exc
+                        log.info("waiting for brokers: %s", exc)
+                        await asyncio.sleep(0.5)
+        except TimeoutError:
+            raise last from None
 
     async def close(self) -> None:
         for connection in list(self._connections.values()):
@@ -125,10 +133,13 @@ class ClusterClient:
             existing = self._connections.get(address)
             if existing is not None and existing.alive:
                 return existing
-            connection = BrokerConnection(*address, client_id=self.client_id)
+            connection = self._new_connection(address)
             await connection.open()
             self._connections[address] = connection
             return connection
+
+    def _new_connection(self, address: tuple[str, int]) -> BrokerConnection:
+        return BrokerConnection(*address, client_id=self.client_id, network=self.network)
 
     @asynccontextmanager
     async def exclusive(self, broker_id: int) -> AsyncIterator[BrokerConnection]:
@@ -144,7 +155,7 @@ class ClusterClient:
             candidate = spares.pop()
             connection = candidate if candidate.alive else None
         if connection is None:
-            connection = BrokerConnection(*address, client_id=self.client_id)
+            connection = self._new_connection(address)
             await connection.open()
         try:
             yield connection

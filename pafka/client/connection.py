@@ -5,6 +5,11 @@ Kafka brokers answer a connection's requests in order, so a queue of waiters in 
 enough; the correlation id is still checked, and a mismatch closes the connection (a broker
 that answers out of order cannot be trusted with the rest). Any failure fails every waiter and
 marks the connection dead; the owner opens a new one.
+
+No wait is unbounded: the connect has ``socket.connection.setup.timeout.ms``, every call a
+deadline (``default.api.timeout.ms`` unless the caller names one), and the socket keepalive and
+TCP_USER_TIMEOUT, so a broker that vanished ends the connection even while nothing is asked.
+Defaults come from :mod:`pafka.net.deadlines`.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import struct
 from typing import Any
 
 from pafka.errors import BrokerConnectionError, PafkaError, ProtocolError
+from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
+from pafka.net.sockets import open_connection
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import decode_response, encode_request
 from pafka.protocol.versions import ApiKey
@@ -29,10 +36,19 @@ MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 
 
 class BrokerConnection:
-    def __init__(self, host: str, port: int, *, client_id: str, max_in_flight: int = 64) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        max_in_flight: int = 64,
+        network: NetworkDeadlines = DEFAULT_DEADLINES,
+    ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        self.network = network
         self._slots = asyncio.Semaphore(max_in_flight)
         self._waiting: collections.deque[tuple[int, ApiKey, int, asyncio.Future[Any]]] = (
             collections.deque()
@@ -51,45 +67,68 @@ class BrokerConnection:
     def alive(self) -> bool:
         return self._writer is not None and self._failure is None
 
-    async def open(self, timeout_s: float = 10.0) -> None:
+    async def open(self, timeout_s: float | None = None) -> None:
+        """Connect within ``timeout_s`` (default ``socket.connection.setup.timeout.ms``)."""
+        if timeout_s is None:
+            timeout_s = self.network.connection_setup_timeout_ms / 1000
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout_s
+            reader, writer = await open_connection(
+                self.host,
+                self.port,
+                setup_timeout_s=timeout_s,
+                keepalive=self.network.keepalive,
+                # A call may legitimately wait this long for its answer; unacknowledged bytes
+                # for longer mean the broker is gone.
+                user_timeout_ms=self.network.default_api_timeout_ms,
             )
-        except (OSError, TimeoutError) as exc:
+        except OSError as exc:
             raise BrokerConnectionError(
                 f"cannot connect to {self.host}:{self.port}: {exc}"
             ) from exc
         self._writer = writer
         self._reader_task = asyncio.create_task(self._read(reader))
 
-    async def call(self, api: ApiKey, version: int, body: Any, timeout_s: float = 60.0) -> Any:
-        """Send one request and wait for its decoded response body."""
-        async with self._slots:
-            if not self.alive:
-                raise BrokerConnectionError(f"connection to {self.host}:{self.port} is closed")
-            assert self._writer is not None
-            self._next_id = (self._next_id + 1) & 0x7FFFFFFF
-            correlation_id = self._next_id
-            frame = encode_request(api, version, body, correlation_id, self.client_id)
-            future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            async with self._write_lock:  # waiters must queue in the order frames are sent
-                self._waiting.append((correlation_id, api, version, future))
-                self._writer.write(frame)
-            try:
-                await self._writer.drain()
-                return await asyncio.wait_for(asyncio.shield(future), timeout_s)
-            except (OSError, ConnectionError) as exc:
-                self._fail(BrokerConnectionError(f"{self.host}:{self.port}: {exc}"))
-                raise BrokerConnectionError(f"{self.host}:{self.port}: {exc}") from exc
-            except TimeoutError as exc:
-                # The answer may still come; later answers would then be matched wrongly.
+    async def call(
+        self, api: ApiKey, version: int, body: Any, timeout_s: float | None = None
+    ) -> Any:
+        """Send one request and wait for its decoded response body, at most ``timeout_s``
+        (default ``default.api.timeout.ms``) from the call, queueing for a slot included."""
+        if timeout_s is None:
+            timeout_s = self.network.default_api_timeout_ms / 1000
+        future: asyncio.Future[Any] | None = None
+        try:
+            async with asyncio.timeout(timeout_s), self._slots:
+                future = await self._send(api, version, body)
+                assert self._writer is not None
+                try:
+                    await self._writer.drain()
+                except (OSError, ConnectionError) as exc:
+                    self._fail(BrokerConnectionError(f"{self.host}:{self.port}: {exc}"))
+                    raise BrokerConnectionError(f"{self.host}:{self.port}: {exc}") from exc
+                return await asyncio.shield(future)
+        except TimeoutError as exc:
+            if future is not None:
+                future.cancel()  # nobody will read its outcome now
+                # Sent: the answer may still come, and would be matched to a later request.
                 self._fail(
-                    BrokerConnectionError(f"{self.host}:{self.port}: no answer in {timeout_s}s")
+                    BrokerConnectionError(f"{self.host}:{self.port}: no answer in {timeout_s:g}s")
                 )
-                raise BrokerConnectionError(
-                    f"{api.name} to {self.host}:{self.port} timed out"
-                ) from exc
+            raise BrokerConnectionError(
+                f"{api.name} to {self.host}:{self.port} timed out after {timeout_s:g}s"
+            ) from exc
+
+    async def _send(self, api: ApiKey, version: int, body: Any) -> asyncio.Future[Any]:
+        if not self.alive:
+            raise BrokerConnectionError(f"connection to {self.host}:{self.port} is closed")
+        assert self._writer is not None
+        self._next_id = (self._next_id + 1) & 0x7FFFFFFF
+        correlation_id = self._next_id
+        frame = encode_request(api, version, body, correlation_id, self.client_id)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        async with self._write_lock:  # waiters must queue in the order frames are sent
+            self._waiting.append((correlation_id, api, version, future))
+            self._writer.write(frame)
+        return future
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         decoder = FrameDecoder(MAX_RESPONSE_BYTES)

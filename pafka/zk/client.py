@@ -10,14 +10,25 @@ Session semantics: ``SUSPENDED`` (connection lost, session may survive) and ``LO
 expired: our ephemerals are gone) are delivered to listeners, who decide what to stop doing.
 Ephemerals registered through :meth:`register_ephemeral` are re-created when a new session
 connects after ``LOST``.
+
+Deadlines: kazoo notices a silent server by its own read timeout (two thirds of the negotiated
+session timeout, pinged at half that), failing the requests in flight with ConnectionLoss. But
+a request made while it reconnects is queued and sent once connected, however long that takes,
+so :meth:`ZkClient.run` gives up (``CoordinationError``) once the connection has been down for
+a session timeout during the call. A write given up on this way may still be applied later,
+as with any ZooKeeper ConnectionLoss: callers already treat its outcome as unknown. The
+blocking calls run on this client's own threads, so ones left waiting for a reconnect never
+starve the loop's default executor.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
 import enum
+import functools
 import json
 import logging
 import time
@@ -55,6 +66,8 @@ T = TypeVar("T")
 # Requests in flight at once in a pipelined read: enough to hide the round trip, few enough
 # that kazoo's pending-reply bookkeeping stays small however many znodes are read.
 PIPELINE_WINDOW = 2000
+# Blocking kazoo calls at once per client; more wait for a thread (within their deadline).
+ZK_THREADS = 16
 
 
 class SessionEvent(enum.Enum):
@@ -101,6 +114,11 @@ class ZkClient:
         self._ephemerals: dict[str, bytes] = {}
         self._session_lost = False
         self._tasks: set[asyncio.Task[None]] = set()
+        # Monotonic time the connection went down (written by kazoo's thread), None while up.
+        self._down_since: float | None = None
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=ZK_THREADS, thread_name_prefix=f"zk-{name}"
+        )
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -119,6 +137,8 @@ class ZkClient:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.to_thread(self._stop)
+        # Stopping kazoo failed every queued request, so no thread is left waiting.
+        self._executor.shutdown(wait=False)
 
     def _stop(self) -> None:
         try:
@@ -143,6 +163,10 @@ class ZkClient:
             KazooState.SUSPENDED: SessionEvent.SUSPENDED,
             KazooState.LOST: SessionEvent.LOST,
         }[state]
+        if event is SessionEvent.CONNECTED:
+            self._down_since = None
+        elif self._down_since is None:
+            self._down_since = time.monotonic()
         if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._dispatch_session, event)
 
@@ -191,8 +215,30 @@ class ZkClient:
     # -- blocking calls in threads ---------------------------------------------------------------
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a worker thread, kazoo's errors mapped; :class:`CoordinationError`
+        once the connection has been down for a session timeout during the call."""
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.to_thread(fn, *args)
+            future = loop.run_in_executor(self._executor, functools.partial(fn, *args))
+        except RuntimeError:  # the executor is shut down
+            raise CoordinationError(f"{self.name}: the ZooKeeper client is closed") from None
+        future.add_done_callback(_retrieve)  # given up on, its outcome must not be logged
+        started = time.monotonic()
+        limit_s = self.session_timeout_ms / 1000
+        try:
+            while True:
+                give_up = give_up_at(started, self._down_since, limit_s)
+                # While connected, no give-up can come sooner than a limit from now.
+                wait_s = limit_s if give_up is None else give_up - time.monotonic()
+                if wait_s > 0:
+                    done, _ = await asyncio.wait({future}, timeout=wait_s)
+                    if done:
+                        return future.result()
+                    continue
+                raise CoordinationError(
+                    f"{self.name}: ZooKeeper at {self.connect} unreachable for "
+                    f"{limit_s:g}s (the session timeout)"
+                )
         except (KazooException, KazooTimeoutError) as exc:
             raise map_kazoo_error(exc) from exc
 
@@ -258,6 +304,19 @@ class ZkClient:
                 await self.run(self._create_ephemeral, path, data)
             except PafkaError as exc:
                 log.error("%s: could not re-register %s: %s", self.name, path, exc)
+
+
+def give_up_at(started: float, down_since: float | None, limit_s: float) -> float | None:
+    """When a call begun at ``started`` stops waiting: a limit after the later of its start
+    and the connection going down; None while the connection is up."""
+    if down_since is None:
+        return None
+    return max(started, down_since) + limit_s
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _endpoint(data: bytes) -> tuple[Any, Any] | None:

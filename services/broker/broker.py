@@ -88,6 +88,7 @@ class Broker:
                 partition_max_bytes=settings.replica_fetch_max_bytes,
                 response_max_bytes=settings.replica_fetch_response_max_bytes,
                 backoff_ms=settings.replica_fetch_backoff_ms,
+                network=settings.network,
             )
         )
         self.isr = IsrManager(
@@ -119,6 +120,7 @@ class Broker:
             max_connections=settings.max_connections,
             on_connection_count=self.metrics.connections.set,
             on_protocol_error=self.metrics.protocol_errors.inc,
+            network=settings.network,
         )
         self._topic_configs: dict[str, TopicConfig] = {}
         self.dynamic = DynamicBrokerConfig(settings.broker_id, self._dynamic_config_changed)

@@ -5,6 +5,10 @@ separate service that clients do not reach, so the broker that receives such a r
 it on. The controller's address is read from ``/controller`` for each request (it moves on
 failover). No active controller, or one that cannot be reached, is NOT_CONTROLLER, which Kafka's
 admin clients retry.
+
+Every wait is bounded: reading ``/controller`` by the ZooKeeper client's own deadline, the
+connect by ``socket.connection.setup.timeout.ms``, the answer by the request's own timeout plus
+a margin for the round trip.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 import httpx
 
 from pafka.errors import NotControllerError, PafkaError, for_code
+from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import ControllerZNode
 
@@ -21,15 +26,22 @@ from pafka.zk.znodes import ControllerZNode
 MARGIN_S = 5.0
 
 
-async def call_controller(zk: ZkClient, path: str, body: dict[str, Any], timeout_ms: int) -> Any:
+async def call_controller(
+    zk: ZkClient,
+    path: str,
+    body: dict[str, Any],
+    timeout_ms: int,
+    network: NetworkDeadlines = DEFAULT_DEADLINES,
+) -> Any:
     """POST ``body`` to the active controller's ``path``; its JSON answer, or its error raised."""
     got = await zk.get(ControllerZNode.path())
     if got is None:
         raise NotControllerError("no controller is active")
     url = ControllerZNode.decode(got[0]).url.rstrip("/")
     timeout_s = max(timeout_ms, 0) / 1000 + MARGIN_S
+    connect_s = min(network.connection_setup_timeout_ms / 1000, timeout_s)
     try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=connect_s)) as client:
             response = await client.post(url + path, json={**body, "timeout_ms": timeout_ms})
     except httpx.HTTPError as exc:
         raise NotControllerError(f"the controller at {url} did not answer: {exc}") from exc

@@ -10,6 +10,12 @@ session, a request names only the partitions whose position changed, so an idle 
 one small request per ``replica.fetch.wait.max.ms`` whatever the partition count. An error on
 one partition holds back only that partition (``follower_state``); the loop never sleeps on
 behalf of a single partition.
+
+Every network wait has a deadline (``pafka.net``): the connection is set up within
+``socket.connection.setup.timeout.ms`` by fresh SYNs every second (a healed partition is found
+within about a second, not at the kernel's next retransmission), and each request is answered
+within ``replica.socket.timeout.ms`` or the connection is dropped and made again after Kafka's
+exponential ``reconnect.backoff.ms``. A failure is logged once, its recovery once.
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import struct
 import time
 from dataclasses import dataclass, field
 
 from pafka.control.messages import LiveBroker
 from pafka.errors import OffsetOutOfRangeError, PafkaError, ProtocolError, for_code
+from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
+from pafka.net.sockets import SYN_PROBE_INTERVAL_S, Backoff, open_connection
 from pafka.protocol.messages import decode_response, encode_request, request_class
 from pafka.protocol.versions import ApiKey
 from services.broker.follower_session import (
@@ -49,6 +58,7 @@ class FetcherSettings:
     partition_max_bytes: int
     response_max_bytes: int
     backoff_ms: int
+    network: NetworkDeadlines = DEFAULT_DEADLINES
 
 
 @dataclass
@@ -69,6 +79,13 @@ class FollowerLink:
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     correlation_id: int = 0
+    # Failed connections (or requests) since the leader last answered.
+    reconnect: Backoff = field(init=False)
+    failing_since: float | None = None
+
+    def __post_init__(self) -> None:
+        network = self.settings.network
+        self.reconnect = Backoff(network.reconnect_backoff_ms, network.reconnect_backoff_max_ms)
 
     @property
     def backoff_s(self) -> float:
@@ -105,25 +122,57 @@ class FollowerLink:
             if not self.partitions:
                 self.wake.clear()
                 await self.wake.wait()
+            if self.reconnect.failures:
+                await asyncio.sleep(self.reconnect.delay_ms(random.random()) / 1000)
             try:
-                reader, writer = await asyncio.open_connection(self.leader.host, self.leader.port)
+                reader, writer = await self._connect()
             except OSError as exc:
-                log.info("cannot reach leader %d: %s", self.leader.id, exc)
-                await asyncio.sleep(self.backoff_s)
+                self._connection_failed(f"cannot reach leader {self.leader.id}: {exc}")
                 continue
             # A session lives in the leader's memory; a new connection may meet a new process.
             self.session.reset()
             try:
                 await self._replicate(reader, writer)
             except (OSError, asyncio.IncompleteReadError, ProtocolError) as exc:
-                log.info("fetching from leader %d failed: %s", self.leader.id, exc)
-                await asyncio.sleep(self.backoff_s)
+                self._connection_failed(f"fetching from leader {self.leader.id} failed: {exc}")
             except Exception:
-                # Never let one bad response end replication from this leader for good.
+                # Never let one bad response end replication from this leader for good; a bug
+                # that recurs on every answer retries at the fetch backoff, not in a tight loop.
                 log.exception("fetcher for leader %d failed", self.leader.id)
                 await asyncio.sleep(self.backoff_s)
             finally:
                 writer.close()
+
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        network = self.settings.network
+        return await open_connection(
+            self.leader.host,
+            self.leader.port,
+            setup_timeout_s=network.connection_setup_timeout_ms / 1000,
+            probe_interval_s=SYN_PROBE_INTERVAL_S,
+            keepalive=network.keepalive,
+            user_timeout_ms=network.replica_socket_timeout_ms,
+        )
+
+    def _connection_failed(self, reason: str) -> None:
+        """One line when a leader stops answering; retries stay quiet until it answers."""
+        if not self.reconnect.failures:
+            self.failing_since = time.monotonic()
+            log.warning("%s; reconnecting", reason)
+        else:
+            log.debug("%s (attempt %d)", reason, self.reconnect.failures + 1)
+        self.reconnect = self.reconnect.failed()
+
+    def _answered(self) -> None:
+        if self.reconnect.failures:
+            log.info(
+                "leader %d answers again after %d failed attempts (%.1fs)",
+                self.leader.id,
+                self.reconnect.failures,
+                time.monotonic() - (self.failing_since or time.monotonic()),
+            )
+            self.reconnect = self.reconnect.succeeded()
+            self.failing_since = None
 
     async def _replicate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while self.partitions:
@@ -151,12 +200,22 @@ class FollowerLink:
         version: int,
         body: object,
     ) -> object:
+        """One request and its answer within ``replica.socket.timeout.ms``; past it the
+        connection is useless (a late answer would be read as the next one's)."""
         self.correlation_id += 1
         client_id = f"replica-{self.settings.broker_id}"
-        writer.write(encode_request(api, version, body, self.correlation_id, client_id))
-        await writer.drain()
-        (size,) = struct.unpack(">i", await reader.readexactly(4))
-        return decode_response(api, version, await reader.readexactly(size))
+        timeout_ms = self.settings.network.replica_socket_timeout_ms
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                writer.write(encode_request(api, version, body, self.correlation_id, client_id))
+                await writer.drain()
+                (size,) = struct.unpack(">i", await reader.readexactly(4))
+                payload = await reader.readexactly(size)
+        except TimeoutError:
+            raise TimeoutError(f"{api.name} unanswered within {timeout_ms} ms") from None
+        response = decode_response(api, version, payload)
+        self._answered()
+        return response
 
     async def _truncate(
         self,

@@ -116,6 +116,10 @@ class IsrManager:
         # Latest wanted ISR per partition not yet written; replaced by a newer wish.
         self._wanted: dict[TopicPartition, tuple[Partition, IsrChange]] = {}
         self._in_flight: set[TopicPartition] = set()
+        # Expansions asked for while their partition's write was in flight. They are decided
+        # again when it lands: an idle fetch session would not ask a second time (its fetches
+        # name no partition), leaving a caught-up follower out of the ISR until the next write.
+        self._deferred: dict[TopicPartition, Partition] = {}
         self._more = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
 
@@ -127,6 +131,8 @@ class IsrManager:
     def _request(self, partition: Partition, isr: tuple[int, ...], why: str) -> None:
         key = (partition.topic, partition.index)
         if key in self._in_flight:
+            if why == "expand":
+                self._deferred[key] = partition
             return  # decided again once the write in flight has landed
         self._wanted[key] = (
             partition,
@@ -162,6 +168,10 @@ class IsrManager:
                 self._in_flight = set()
             for w in written:
                 self._apply(batch[w.change.key][0], w)
+            deferred, self._deferred = self._deferred, {}
+            for partition in deferred.values():
+                if partition.is_leader:
+                    self.maybe_expand(partition)
 
     def _apply(self, partition: Partition, w: IsrWritten) -> None:
         if not w.adopt:

@@ -12,6 +12,10 @@ task waits for anything or 64 KiB of them are pending. Reading pauses while too 
 are queued, and handling pauses while the client does not take its responses, so neither
 direction buffers without bound. Record sets that come as file regions are sent with
 ``sendfile`` when nothing is queued before them (see :mod:`services.broker.send_pieces`).
+
+Accepted sockets get TCP keepalive (Kafka sets SO_KEEPALIVE), so a client that vanished without
+a FIN is reaped instead of holding a connection slot forever, and a connection with no request
+for ``connections.max.idle.ms`` is closed, as Kafka's selector does.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 from pafka.errors import ProtocolError
+from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
+from pafka.net.sockets import configure_keepalive
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import EncodedResponse
 from pafka.protocol.wire import Buffer
@@ -37,6 +43,9 @@ MAX_QUEUED_REQUESTS = 64
 # Responses made in one loop turn beyond this are written at once, so that a client not reading
 # pauses handling (pause_writing) instead of a turn's responses piling up in Python.
 MAX_PENDING_RESPONSE_BYTES = 64 * 1024
+# Idle connections are looked for this many times per connections.max.idle.ms (at least once
+# every 30 s), so one lives at most a fraction longer than the limit.
+IDLE_CHECKS_PER_LIMIT = 10
 
 
 class KafkaServer:
@@ -48,6 +57,7 @@ class KafkaServer:
         max_connections: int,
         on_connection_count: Callable[[int], None] = lambda _: None,
         on_protocol_error: Callable[[], None] = lambda: None,
+        network: NetworkDeadlines = DEFAULT_DEADLINES,
     ) -> None:
         self._handle_frame = handle_frame
         # Malformed frames are caught here, before any handler sees them, so counted here too.
@@ -57,14 +67,30 @@ class KafkaServer:
         self._on_connection_count = on_connection_count
         self._connections: set[_Connection] = set()
         self._server: asyncio.Server | None = None
+        self.network = network
+        self._idle_sweeper: asyncio.Task[None] | None = None
 
     async def start(self, host: str, port: int) -> int:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(lambda: _Connection(self), host, port)
+        self._idle_sweeper = loop.create_task(self._close_idle())
         bound: int = self._server.sockets[0].getsockname()[1]
         return bound
 
+    async def _close_idle(self) -> None:
+        limit_s = self.network.connections_max_idle_ms / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(limit_s / IDLE_CHECKS_PER_LIMIT, 30.0))
+            now = loop.time()
+            for connection in list(self._connections):
+                if connection.idle_since(now) > limit_s:
+                    log.info("closing connection from %s: idle for %.0fs", connection.host, limit_s)
+                    connection.close_idle()
+
     async def close(self) -> None:
+        if self._idle_sweeper is not None:
+            self._idle_sweeper.cancel()
         if self._server is not None:
             self._server.close()
         tasks = [c.task for c in self._connections if c.task is not None]
@@ -112,6 +138,9 @@ class _Connection(asyncio.Protocol):
         self._closed = False
         self.task: asyncio.Task[None] | None = None
         self.host = "unknown"
+        # Loop time of the last request received or response sent.
+        self.last_active = 0.0
+        self._handling = False
 
     # -- transport callbacks ---------------------------------------------------------------------
 
@@ -127,6 +156,10 @@ class _Connection(asyncio.Protocol):
         )
         peer = transport.get_extra_info("peername")
         self.host = str(peer[0]) if peer else "unknown"
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            configure_keepalive(sock, self._server.network.keepalive)
+        self.last_active = asyncio.get_running_loop().time()
         if not self._server._opened(self):
             self._closed = True
             transport.close()
@@ -136,6 +169,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closed:
             return
+        self.last_active = asyncio.get_running_loop().time()
         try:
             self._decoder.feed(data)
             while (frame := self._decoder.next_frame()) is not None:
@@ -185,6 +219,19 @@ class _Connection(asyncio.Protocol):
         log.info("closing connection from %s: %s", self.host, exc)
         self.abort()
 
+    def idle_since(self, now: float) -> float:
+        """Seconds without traffic; a request in hand or queued is not idleness (a parked
+        JoinGroup, a long-poll fetch)."""
+        if self._handling or self._frames or self._pending:
+            return 0.0
+        return now - self.last_active
+
+    def close_idle(self) -> None:
+        self._closed = True
+        if self._transport is not None:
+            self._transport.close()
+        self._wake()
+
     def abort(self) -> None:
         self._closed = True
         if self._transport is not None:
@@ -214,7 +261,9 @@ class _Connection(asyncio.Protocol):
                     self._reading_paused = False
                     assert self._transport is not None
                     self._transport.resume_reading()
+                self._handling = True  # (an exception ends the connection: no reset needed)
                 response = await handle(frame, self.host)
+                self._handling = False
                 if response is not None and not self._closed:
                     self._send(loop, response)
                 elif isinstance(response, list):
@@ -255,6 +304,7 @@ class _Connection(asyncio.Protocol):
         if not pending or self._transport is None or self._transport.is_closing():
             close_regions(pending)
             return
+        self.last_active = asyncio.get_running_loop().time()
         if regions or (self._sender is not None and self._sender.busy):
             assert self._sender is not None
             self._sender.send(pending)

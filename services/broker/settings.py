@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
+from pafka.net.deadlines import NetworkDeadlines, read_deadlines
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
 from services.broker.groups.config import GroupConfig
@@ -58,6 +59,9 @@ class BrokerSettings:
     # Fetch sessions (KIP-227) the broker keeps (Kafka's max.incremental.fetch.session.cache.slots);
     # 0 serves every fetch without a session.
     max_incremental_fetch_session_cache_slots: int = 1000
+    # Connect, request and reconnect deadlines of the broker's own connections (followers, the
+    # controller link) and its keepalive and idle limit on clients' connections.
+    network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
 
     @property
@@ -133,6 +137,14 @@ class BrokerSettings:
             raise ConfigError(
                 f"{PREFIX}GROUP_MIN_SESSION_TIMEOUT_MS is above GROUP_MAX_SESSION_TIMEOUT_MS"
             )
+        network = read_deadlines(
+            env,
+            replica_socket_timeout_ms=env.integer(
+                "REPLICA_SOCKET_TIMEOUT_MS", NetworkDeadlines.replica_socket_timeout_ms, minimum=1
+            ),
+        )
+        fetch_wait_max_ms = env.integer("REPLICA_FETCH_WAIT_MAX_MS", 500, minimum=0)
+        network.check_replica_fetch_wait(fetch_wait_max_ms)
         return cls(
             broker_id=env.integer("ID", 0),
             zookeeper=env.text("ZOOKEEPER", cls.zookeeper),
@@ -155,7 +167,7 @@ class BrokerSettings:
             groups=groups,
             min_insync_replicas=env.integer("MIN_INSYNC_REPLICAS", 1, minimum=1),
             replica_lag_time_max_ms=env.integer("REPLICA_LAG_TIME_MAX_MS", 30_000, minimum=100),
-            replica_fetch_wait_max_ms=env.integer("REPLICA_FETCH_WAIT_MAX_MS", 500, minimum=0),
+            replica_fetch_wait_max_ms=fetch_wait_max_ms,
             replica_fetch_max_bytes=env.integer(
                 "REPLICA_FETCH_MAX_BYTES", cls.replica_fetch_max_bytes, minimum=1024
             ),
@@ -176,5 +188,6 @@ class BrokerSettings:
                 cls.max_incremental_fetch_session_cache_slots,
                 minimum=0,
             ),
+            network=network,
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )

@@ -317,6 +317,7 @@ class Controller:
                 url,
                 self._http,
                 lambda: self.resign("a broker has seen a newer controller epoch"),
+                network=self.settings.network,
             )
             self.channels[broker_id] = channel
         return channel

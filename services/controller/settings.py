@@ -5,9 +5,10 @@ from __future__ import annotations
 import socket
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pafka.envconfig import Env
+from pafka.net.deadlines import NetworkDeadlines, read_deadlines
 
 PREFIX = "PAFKA_CONTROLLER_"
 
@@ -34,6 +35,8 @@ class ControllerSettings:
     # How often the active controller refreshes the cluster view it exports (kafka_exporter's
     # topic, partition and consumer-group series).
     cluster_view_interval_ms: int = 15_000
+    # controller.socket.timeout.ms bounds each control request; reconnect backoff between tries.
+    network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
 
     @property
@@ -59,6 +62,12 @@ class ControllerSettings:
             ),
             cluster_view_interval_ms=env.integer(
                 "CLUSTER_VIEW_INTERVAL_MS", cls.cluster_view_interval_ms, minimum=100
+            ),
+            network=read_deadlines(
+                env,
+                controller_socket_timeout_ms=env.integer(
+                    "SOCKET_TIMEOUT_MS", NetworkDeadlines.controller_socket_timeout_ms, minimum=1
+                ),
             ),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )

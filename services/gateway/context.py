@@ -44,7 +44,10 @@ async def open_context(settings: GatewaySettings) -> GatewayContext:
         )
         await zk.start(timeout_s=30)
     cluster = ClusterClient(
-        bootstrap=settings.bootstrap_addresses(), zk=zk, client_id="pafka-gateway"
+        bootstrap=settings.bootstrap_addresses(),
+        zk=zk,
+        client_id="pafka-gateway",
+        network=settings.network,
     )
     await cluster.start()
     producer = Producer(

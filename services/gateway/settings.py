@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
+from pafka.net.deadlines import NetworkDeadlines, read_deadlines
 
 PREFIX = "PAFKA_GATEWAY_"
 
@@ -32,6 +33,8 @@ class GatewaySettings:
     # lines, and/or the same lines separated by ";"; neither: no authentication.
     tokens_file: Path | None = None
     tokens: str | None = field(default=None, repr=False)
+    # Connect and call deadlines, keepalive, reconnect backoff of connections to brokers.
+    network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
 
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
@@ -69,6 +72,7 @@ class GatewaySettings:
             ),
             tokens_file=Path(raw) if (raw := env.raw("TOKENS_FILE")) else None,
             tokens=env.raw("TOKENS"),
+            network=read_deadlines(env),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
         )
         settings.bootstrap_addresses()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,8 +13,9 @@ from pafka.local.zookeeper import ZooKeeperServer
 from tests.integration.conftest import ClusterHandle
 
 
-@pytest.fixture
-def fault_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
+@contextlib.contextmanager
+def fault_cluster_with(tmp_path: Path, broker_env: dict[str, str]) -> Iterator[ClusterHandle]:
+    """3 brokers with ``broker_env``, 2 controllers, a ZooKeeper of their own."""
     zk = ZooKeeperServer(tmp_path / "zk")
     zk.start()
     local = LocalCluster(
@@ -21,7 +23,7 @@ def fault_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
         brokers=3,
         controllers=2,
         zookeeper=zk.connect_string,
-        broker_env={"PAFKA_BROKER_REPLICA_LAG_TIME_MAX_MS": "5000"},
+        broker_env=broker_env,
     )
     local.start()
     handle = ClusterHandle(local, zk.connect_string)
@@ -32,3 +34,9 @@ def fault_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
         handle.close()
         local.stop()
         zk.stop()
+
+
+@pytest.fixture
+def fault_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
+    with fault_cluster_with(tmp_path, {"PAFKA_BROKER_REPLICA_LAG_TIME_MAX_MS": "5000"}) as handle:
+        yield handle

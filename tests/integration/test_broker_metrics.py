@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from kafka.protocol.consumer import FetchRequest, FetchResponse
-from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kafka.protocol.producer import ProduceResponse
 from prometheus_client.parser import text_string_to_metric_families
 
 from pafka.zk.znodes import ControllerZNode, TopicZNode
 from tests.integration.conftest import TEST_BROKER_ENV, ClusterHandle
 from tests.integration.conftest import own_cluster as started_cluster
-from tests.integration.wire import roundtrip
+from tests.integration.wire import produce_request, roundtrip
 from tests.unit.records_util import build_batch
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -140,21 +140,7 @@ def test_requests_for_an_unknown_partition_count_errors_by_kafka_name(own: Clust
     failed_produce = "kafka_server_brokertopicmetrics_failedproducerequests_total"
     failed_fetch = "kafka_server_brokertopicmetrics_failedfetchrequests_total"
 
-    produce_request = ProduceRequest[8](
-        transactional_id=None,
-        acks=1,
-        timeout_ms=5000,
-        topic_data=[
-            ProduceRequest[8].TopicProduceData(
-                name=topic,
-                partition_data=[
-                    ProduceRequest[8].TopicProduceData.PartitionProduceData(
-                        index=7, records=build_batch([b"lost"])
-                    )
-                ],
-            )
-        ],
-    )
+    lost_produce = produce_request(topic, 7, build_batch([b"lost"]))
     fetch = FetchRequest[11]
     fetch_request = fetch(
         replica_id=-1,
@@ -178,7 +164,7 @@ def test_requests_for_an_unknown_partition_count_errors_by_kafka_name(own: Clust
         rack_id="",
     )
     with socket.create_connection(own.broker_address(broker_id), timeout=15) as sock:
-        produced = roundtrip(sock, produce_request, ProduceResponse, 8, 1)
+        produced = roundtrip(sock, lost_produce, ProduceResponse, 8, 1)
         fetched = roundtrip(sock, fetch_request, FetchResponse, 11, 2)
     assert produced.responses[0].partition_responses[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
     assert fetched.responses[0].partitions[0].error_code == UNKNOWN_TOPIC_OR_PARTITION

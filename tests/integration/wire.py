@@ -29,3 +29,24 @@ def roundtrip(sock: socket.socket, request: Any, response_cls: Any, version: int
 def request_once(address: tuple[str, int], request: Any, response_cls: Any, version: int) -> Any:
     with socket.create_connection(address, timeout=15) as sock:
         return roundtrip(sock, request, response_cls, version, 1)
+
+
+def produce_request(topic: str, index: int, records: bytes, acks: int = 1) -> Any:
+    """Produce v8 of one record batch to one partition."""
+    from kafka.protocol.producer import ProduceRequest
+
+    return ProduceRequest[8](
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[
+            ProduceRequest[8].TopicProduceData(
+                name=topic,
+                partition_data=[
+                    ProduceRequest[8].TopicProduceData.PartitionProduceData(
+                        index=index, records=records
+                    )
+                ],
+            )
+        ],
+    )
