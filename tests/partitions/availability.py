@@ -7,6 +7,7 @@ and heal times and its polls of the controllers line up without conversion.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 
@@ -17,7 +18,7 @@ def longest_gap(times: Iterable[float], start: float, end: float) -> float:
         raise ValueError(f"window ends before it starts: {start} > {end}")
     inside = sorted(t for t in times if start <= t <= end)
     edges = [start, *inside, end]
-    return max(b - a for a, b in zip(edges, edges[1:], strict=False))
+    return max(b - a for a, b in itertools.pairwise(edges))
 
 
 def longest_overlap(samples: Mapping[str, Sequence[tuple[float, bool]]], minimum: int = 2) -> float:

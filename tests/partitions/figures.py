@@ -31,6 +31,7 @@ class Figures:
     failed: int = 0
     timed_out: int = 0
     client_errors: int = 0
+    consumed: int = 0  # records the client's consumer read during the run
     # "ok", or what the produce-consume-validate check found.
     validation: str = "not run"
     figures_path: str = ""

@@ -123,10 +123,11 @@ class Network:
         """``"refused"`` or ``"connected"`` when a SYN from ``source`` reaches ``destination``
         (nothing listens on the discard port, so an open path answers with a RST), ``"silent"``
         when nothing comes back: the signature of a drop."""
+        target = (self.addresses[destination], port)
         script = (
-            "import socket,sys\n"
+            "import socket\n"
             "try:\n"
-            f"    socket.create_connection(({self.addresses[destination]!r}, {port}), {timeout_s})\n"
+            f"    socket.create_connection({target!r}, {timeout_s})\n"
             "    print('connected')\n"
             "except ConnectionRefusedError:\n"
             "    print('refused')\n"

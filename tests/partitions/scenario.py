@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pafka.zk.znodes import ControllerZNode
 from tests.faults.workload import PARTITIONS, Deliveries, Workload
@@ -95,7 +96,7 @@ class Client:
         with open(self.debug_log, "wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
-    def stop(self) -> Deliveries:
+    def stop(self) -> tuple[Deliveries, dict[str, Any]]:
         self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(CLIENT_STOP_S)
@@ -105,7 +106,8 @@ class Client:
             raise AssertionError(f"the client did not stop; see {self.debug_log}") from None
         if not self.out.exists():
             raise AssertionError(f"the client exited without results; see {self.debug_log}")
-        return Deliveries.from_json(json.loads(self.out.read_text()))
+        results = json.loads(self.out.read_text())
+        return Deliveries.from_json(results["deliveries"]), results["consumer"]
 
 
 def _cut(bundle: PartitionedCluster, scenario: Scenario, drops: set[Pair], cut_s: float) -> None:
@@ -155,7 +157,7 @@ def run(bundle: PartitionedCluster, scenario: Scenario, cut_s: float, out_dir: P
             time.sleep(AFTER_SETTLE_S)
         finally:
             bundle.cuts.heal()
-            deliveries = client.stop()
+            deliveries, consumed = client.stop()
         ended = time.monotonic()
 
     workload.deliveries = deliveries
@@ -180,8 +182,11 @@ def run(bundle: PartitionedCluster, scenario: Scenario, cut_s: float, out_dir: P
     figures.client_errors = len(deliveries.errors)
     figures.notes.append(f"cut at +{cut_at - started:.1f} s, heal at +{healed_at - started:.1f} s")
     figures.notes.append(f"unanswered /status polls: {watch.unanswered}")
+    figures.consumed = int(consumed.get("read", 0))
     try:
         workload.validate(scenario.name)
+        assert not consumed.get("backwards"), f"consumer went backwards: {consumed['backwards']}"
+        assert consumed, "the client's consumer reported nothing"
         figures.validation = "ok"
     except AssertionError as exc:
         figures.validation = str(exc).splitlines()[0]
