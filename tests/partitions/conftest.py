@@ -19,6 +19,7 @@ import pytest
 from pafka.local.cluster import LocalCluster, Placement
 from pafka.local.zookeeper import ZooKeeperServer, free_port, java_available
 from tests.integration.conftest import ClusterHandle
+from tests.integration.conftest import pytest_runtest_makereport as pytest_runtest_makereport
 from tests.partitions.cuts import Cuts
 from tests.partitions.figures import FIGURES, table
 from tests.partitions.netns import Network, namespaces_permitted
@@ -89,14 +90,11 @@ def partitioned(namespaces_allowed: None, tmp_path: Path) -> Iterator[Partitione
         network.close()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    if report.when == "call" and report.failed:
-        bundle = getattr(item, "funcargs", {}).get("partitioned")
-        if isinstance(bundle, PartitionedCluster):
-            report.sections.append(("pafka process logs", bundle.cluster.local.dump_logs()))
-    return report
+@pytest.fixture
+def cluster_handle(partitioned: PartitionedCluster) -> ClusterHandle:
+    """The partitioned cluster's handle, named as a test argument so that the integration
+    suite's report hook (imported above) prints the process logs of a failed scenario."""
+    return partitioned.cluster
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -10,10 +10,12 @@ figures are recorded first either way, and printed as a table at the end of the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import ClusterHandle
 from tests.partitions import scenario
 from tests.partitions.cuts import isolation, one_way, split
 from tests.partitions.figures import FIGURES
@@ -63,8 +65,13 @@ SCENARIOS = [
 ]
 CI_SUBSET = {"leader isolated from other brokers", "active controller isolated from ZooKeeper"}
 
-CASES = [pytest.param(s, FULL_CUT_S, id=s.name.replace(" ", "-")) for s in SCENARIOS] + [
-    pytest.param(s, CI_CUT_S, id=f"ci-{s.name.replace(' ', '-')}", marks=pytest.mark.partitions_ci)
+
+def _id(s: Scenario) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", s.name.lower()).strip("-")
+
+
+CASES = [pytest.param(s, FULL_CUT_S, id=_id(s)) for s in SCENARIOS] + [
+    pytest.param(s, CI_CUT_S, id=f"ci-{_id(s)}", marks=pytest.mark.partitions_ci)
     for s in SCENARIOS
     if s.name in CI_SUBSET
 ]
@@ -72,7 +79,11 @@ CASES = [pytest.param(s, FULL_CUT_S, id=s.name.replace(" ", "-")) for s in SCENA
 
 @pytest.mark.parametrize(("case", "cut_s"), CASES)
 def test_partition(
-    partitioned: PartitionedCluster, case: Scenario, cut_s: float, tmp_path: Path
+    partitioned: PartitionedCluster,
+    cluster_handle: ClusterHandle,
+    case: Scenario,
+    cut_s: float,
+    tmp_path: Path,
 ) -> None:
     figures = scenario.run(partitioned, case, cut_s, tmp_path)
     row = figures.to_json()
