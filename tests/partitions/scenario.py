@@ -32,7 +32,8 @@ WARM_UP_S = 5.0
 SETTLE_LIMIT_S = 60.0
 # Writes keep flowing this long after the ISRs are full, to see them accepted.
 AFTER_SETTLE_S = 3.0
-CLIENT_STOP_S = 90.0
+# The client flushes for at most 60 s and waits 30 s for its consumer.
+CLIENT_STOP_S = 120.0
 
 
 @dataclass(frozen=True)
