@@ -9,13 +9,16 @@ export PAFKA_HOME ?= $(CURDIR)/.pafka
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: up down status test test-faults lint bench bench-scale system-deps compat-system-deps deps test-deps clean
+.PHONY: up down status test test-faults test-partitions lint bench bench-scale system-deps compat-system-deps deps test-deps clean
 
 # ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
-# (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin.
+# (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin. iproute2
+# and nftables for the network partition suite (namespaces, bridge, drops).
 system-deps:
 	@missing=""; \
 	{ [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null; } || missing="zookeeper default-jre-headless"; \
+	{ command -v ip >/dev/null || [ -x /usr/sbin/ip ]; } || missing="$$missing iproute2"; \
+	{ command -v nft >/dev/null || [ -x /usr/sbin/nft ]; } || missing="$$missing nftables"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	{ command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ]; } || missing="$$missing nats-server"; \
 	if [ -n "$$missing" ]; then \
@@ -97,6 +100,11 @@ test: test-deps lint
 
 test-faults: deps
 	$(VENV)/bin/pytest -q -m faults
+
+# The network partition suite (tests/partitions/, root needed for namespaces and nftables):
+# ten 60 s cuts plus the short CI subset, about 17 minutes; figures table at the end.
+test-partitions: deps
+	$(VENV)/bin/pytest -q -rA -m partitions tests/partitions
 
 # pafka beside Redis Streams and NATS JetStream: the default comparison (100-byte records, 1 and
 # 6 partitions, acks 1, RF 1), report under bench/results/<UTC time>/. BENCH_ARGS adds options.

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,20 @@ DEFAULT_BROKER_HTTP_PORT = 8091
 DEFAULT_CONTROLLER_HTTP_PORT = 8090
 DEFAULT_GATEWAY_PORT = 8082
 HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one service runs: the address it binds and advertises, and what its command line
+    starts with (``("ip", "netns", "exec", "ns1")`` runs it inside a network namespace; the
+    prefix must exec the service, so that its pid is the service's own)."""
+
+    host: str = HOST
+    command_prefix: tuple[str, ...] = ()
+
+
+def _local(name: str) -> Placement:
+    return Placement()
 
 
 def _port_free(port: int) -> bool:
@@ -59,6 +74,8 @@ class ServiceProcess:
     port: int = 0  # Kafka port (brokers)
     pid: int = 0
     env: dict[str, str] = field(default_factory=dict)
+    host: str = HOST
+    command_prefix: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -66,7 +83,7 @@ class ServiceProcess:
 
     @property
     def http_url(self) -> str:
-        return f"http://{HOST}:{self.http_port}"
+        return f"http://{self.host}:{self.http_port}"
 
     def alive(self) -> bool:
         if self.pid <= 0:
@@ -102,11 +119,14 @@ class LocalCluster:
         controller_env: dict[str, str] | None = None,
         gateways: int = 0,
         service_env: dict[str, dict[str, str]] | None = None,
+        placement: Callable[[str], Placement] = _local,
     ) -> None:
         """``service_env`` adds variables to one service's environment, by name
         (``{"broker-1": {"PAFKA_BROKER_ZOOKEEPER": ...}}``): a proxy in front of ZooKeeper for
-        that process alone, say."""
+        that process alone, say. ``placement`` gives each service (by name) its address and
+        command prefix; by default every service runs here on 127.0.0.1."""
         self.data_dir = data_dir.resolve()
+        self._placement = placement
         self.zookeeper_connect = zookeeper
         self.zookeeper: ZooKeeperServer | None = None
         self.services: dict[str, ServiceProcess] = {}
@@ -131,8 +151,14 @@ class LocalCluster:
         self.service_env = service_env or {}
 
     def _add(self, kind: str, i: int, http_port: int) -> ServiceProcess:
+        placement = self._placement(f"{kind}-{i}")
         service = ServiceProcess(
-            kind=kind, id=i, http_port=http_port, log_path=str(self.data_dir / f"{kind}-{i}.log")
+            kind=kind,
+            id=i,
+            http_port=http_port,
+            log_path=str(self.data_dir / f"{kind}-{i}.log"),
+            host=placement.host,
+            command_prefix=list(placement.command_prefix),
         )
         self.services[service.name] = service
         return service
@@ -153,7 +179,7 @@ class LocalCluster:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"{HOST}:{b.port}" for b in self.brokers())
+        return ",".join(f"{b.host}:{b.port}" for b in self.brokers())
 
     def broker_data_dirs(self) -> list[str]:
         return [b.data_dir for b in self.brokers()]
@@ -189,15 +215,15 @@ class LocalCluster:
         if service.kind == "gateway":
             return {
                 "PAFKA_GATEWAY_ZOOKEEPER": self.zookeeper_connect,
-                "PAFKA_GATEWAY_HOST": HOST,
+                "PAFKA_GATEWAY_HOST": service.host,
                 "PAFKA_GATEWAY_PORT": str(service.http_port),
             }
         if service.kind == "controller":
             return {
                 "PAFKA_CONTROLLER_ID": str(service.id),
                 "PAFKA_CONTROLLER_ZOOKEEPER": self.zookeeper_connect,
-                "PAFKA_CONTROLLER_HOST": HOST,
-                "PAFKA_CONTROLLER_ADVERTISED_HOST": HOST,
+                "PAFKA_CONTROLLER_HOST": service.host,
+                "PAFKA_CONTROLLER_ADVERTISED_HOST": service.host,
                 "PAFKA_CONTROLLER_HTTP_PORT": str(service.http_port),
                 "PAFKA_CONTROLLER_ZK_SESSION_TIMEOUT_MS": "6000",
                 **self.controller_env,
@@ -205,8 +231,8 @@ class LocalCluster:
         return {
             "PAFKA_BROKER_ID": str(service.id),
             "PAFKA_BROKER_ZOOKEEPER": self.zookeeper_connect,
-            "PAFKA_BROKER_HOST": HOST,
-            "PAFKA_BROKER_ADVERTISED_HOST": HOST,
+            "PAFKA_BROKER_HOST": service.host,
+            "PAFKA_BROKER_ADVERTISED_HOST": service.host,
             "PAFKA_BROKER_PORT": str(service.port),
             "PAFKA_BROKER_HTTP_PORT": str(service.http_port),
             "PAFKA_BROKER_DATA_DIR": service.data_dir,
@@ -221,7 +247,7 @@ class LocalCluster:
         env = {**os.environ, **service.env, "PYTHONUNBUFFERED": "1"}
         with open(service.log_path, "ab") as log:
             child = subprocess.Popen(
-                [sys.executable, "-m", "pafka.cli.main", service.kind],
+                [*service.command_prefix, sys.executable, "-m", "pafka.cli.main", service.kind],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -323,7 +349,7 @@ class LocalCluster:
             "bootstrap_servers": self.bootstrap,
             "zookeeper": self.zookeeper_connect,
             "brokers": {
-                b.id: {"kafka": f"{HOST}:{b.port}", "metrics": b.http_url + "/metrics"}
+                b.id: {"kafka": f"{b.host}:{b.port}", "metrics": b.http_url + "/metrics"}
                 for b in self.brokers()
             },
             "controllers": {

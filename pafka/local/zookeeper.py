@@ -40,10 +40,14 @@ class ZooKeeperServer:
     port: int = 0
     tick_time_ms: int = 500
     process: subprocess.Popen[bytes] | None = None
+    # The address to bind, and what the command line starts with (``ip netns exec ns1`` runs
+    # the server inside a network namespace); the prefix must exec java, so the pid is its own.
+    host: str = "127.0.0.1"
+    command_prefix: tuple[str, ...] = ()
 
     @property
     def connect_string(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -56,7 +60,7 @@ class ZooKeeperServer:
             f"tickTime={self.tick_time_ms}\n"
             f"dataDir={self.data_dir / 'data'}\n"
             f"clientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\n"
+            f"clientPortAddress={self.host}\n"
             "admin.enableServer=false\n"
             f"minSessionTimeout={2 * self.tick_time_ms}\n"
             "maxSessionTimeout=60000\n"
@@ -77,6 +81,7 @@ class ZooKeeperServer:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         self.process = subprocess.Popen(
             [
+                *self.command_prefix,
                 "java",
                 "-Xmx256m",
                 f"-Dzookeeper.log.dir={self.data_dir}",

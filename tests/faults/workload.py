@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.integration.conftest import ClusterHandle
 
@@ -32,16 +33,126 @@ INDETERMINATE = _indeterminate_codes()
 
 
 @dataclass
-class Workload:
-    cluster: ClusterHandle
-    topic: str = field(default_factory=lambda: f"faults-{uuid.uuid4().hex[:6]}")
+class Deliveries:
+    """What one producer was told about its sends, with when each acknowledgement came
+    (``time.monotonic()``, one clock for every process on the machine) and librdkafka's own
+    error reports. A plain value, so a producer in another process can hand it back as JSON."""
+
     acked: dict[int, list[tuple[int, bytes]]] = field(default_factory=dict)
     failed: set[bytes] = field(default_factory=set)
     indeterminate: set[bytes] = field(default_factory=set)
     sent: int = 0
+    ack_times: list[tuple[float, int]] = field(default_factory=list)  # (time, partition)
+    errors: list[str] = field(default_factory=list)  # error_cb reports
+    fatal: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "acked": {p: [[o, v.decode()] for o, v in r] for p, r in self.acked.items()},
+            "failed": sorted(v.decode() for v in self.failed),
+            "indeterminate": sorted(v.decode() for v in self.indeterminate),
+            "sent": self.sent,
+            "ack_times": self.ack_times,
+            "errors": self.errors,
+            "fatal": self.fatal,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Deliveries:
+        return cls(
+            acked={int(p): [(o, v.encode()) for o, v in r] for p, r in raw["acked"].items()},
+            failed={v.encode() for v in raw["failed"]},
+            indeterminate={v.encode() for v in raw["indeterminate"]},
+            sent=raw["sent"],
+            ack_times=[(t, p) for t, p in raw["ack_times"]],
+            errors=list(raw["errors"]),
+            fatal=list(raw["fatal"]),
+        )
+
+
+def produce_until(
+    bootstrap: str,
+    topic: str,
+    deliveries: Deliveries,
+    stop: threading.Event,
+    *,
+    rate_per_s: int = 500,
+    extra_config: dict[str, object] | None = None,
+) -> None:
+    """Send unique values at ``rate_per_s`` until ``stop`` is set, then flush (at most 60 s)."""
+    from confluent_kafka import Producer
+
+    lock = threading.Lock()
+
+    def delivered(err: Any, msg: Any) -> None:
+        with lock:
+            if err is None:
+                deliveries.acked.setdefault(msg.partition(), []).append((msg.offset(), msg.value()))
+                deliveries.ack_times.append((time.monotonic(), msg.partition()))
+            elif err.code() in INDETERMINATE:
+                # A timed-out send may or may not have been written (Jepsen's "info").
+                deliveries.indeterminate.add(msg.value())
+            else:
+                deliveries.failed.add(msg.value())
+
+    def error(err: Any) -> None:
+        with lock:
+            deliveries.errors.append(f"{time.monotonic():.3f} {err.str()}")
+            if err.fatal():
+                deliveries.fatal.append(err.str())
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "message.timeout.ms": 20_000,
+            "request.timeout.ms": 5_000,
+            # Connection refusals are the point of these tests; keep librdkafka quiet.
+            "log_level": 2,
+            "error_cb": error,
+            **(extra_config or {}),
+        }
+    )
+    interval = 1.0 / rate_per_s
+    while not stop.is_set():
+        value = f"v{deliveries.sent:08d}".encode()
+        try:
+            producer.produce(topic, value=value, on_delivery=delivered)
+        except BufferError:
+            # The local queue is full while the cluster is unreachable: wait, do not count.
+            producer.poll(0.1)
+            continue
+        deliveries.sent += 1
+        producer.poll(0)
+        time.sleep(interval)
+    producer.flush(60)
+
+
+@dataclass
+class Workload:
+    cluster: ClusterHandle
+    topic: str = field(default_factory=lambda: f"faults-{uuid.uuid4().hex[:6]}")
+    deliveries: Deliveries = field(default_factory=Deliveries)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def acked(self) -> dict[int, list[tuple[int, bytes]]]:
+        return self.deliveries.acked
+
+    @property
+    def failed(self) -> set[bytes]:
+        return self.deliveries.failed
+
+    @property
+    def indeterminate(self) -> set[bytes]:
+        return self.deliveries.indeterminate
+
+    @property
+    def sent(self) -> int:
+        return self.deliveries.sent
 
     def create_topic(self) -> None:
         self.cluster.create_topic(
@@ -52,42 +163,12 @@ class Workload:
         )
 
     def start(self, rate_per_s: int = 500) -> None:
-        from confluent_kafka import Producer
-
-        producer = Producer(
-            {
-                "bootstrap.servers": self.cluster.bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 20_000,
-                "request.timeout.ms": 5_000,
-                # Connection refusals are the point of these tests; keep librdkafka quiet.
-                "log_level": 2,
-            }
+        self._thread = threading.Thread(
+            target=produce_until,
+            args=(self.cluster.bootstrap, self.topic, self.deliveries, self._stop),
+            kwargs={"rate_per_s": rate_per_s},
+            daemon=True,
         )
-
-        def delivered(err, msg) -> None:  # type: ignore[no-untyped-def]
-            with self._lock:
-                if err is None:
-                    self.acked.setdefault(msg.partition(), []).append((msg.offset(), msg.value()))
-                elif err.code() in INDETERMINATE:
-                    # A timed-out send may or may not have been written (Jepsen's "info").
-                    self.indeterminate.add(msg.value())
-                else:
-                    self.failed.add(msg.value())
-
-        def run() -> None:
-            interval = 1.0 / rate_per_s
-            while not self._stop.is_set():
-                value = f"v{self.sent:08d}".encode()
-                producer.produce(self.topic, value=value, on_delivery=delivered)
-                self.sent += 1
-                producer.poll(0)
-                time.sleep(interval)
-            producer.flush(60)
-
-        self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
