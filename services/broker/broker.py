@@ -257,7 +257,7 @@ class Broker:
                 (fenced if partition.fenced_why is not None else unfenced).append(name)
         if fenced:
             log.warning(
-                "%d partition(s) refuse acks=all writes (NOT_ENOUGH_REPLICAS): %s: %s",
+                "%d partition(s) refuse acks=all writes (NOT_LEADER_OR_FOLLOWER): %s: %s",
                 len(fenced),
                 why,
                 _some(fenced),

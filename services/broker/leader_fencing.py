@@ -4,9 +4,13 @@ A leader cut off from ZooKeeper cannot shrink its ISR (the write needs ZooKeeper
 in-sync followers are unreachable too an acks=all write can only wait for a replication that
 will not come, and is likely truncated later: the controller will have elected a follower once
 this broker's session expires. Such a leader is *fenced*: it answers acks=all writes at once with
-NOT_ENOUGH_REPLICAS, which producers retry (against the new leader once metadata says so),
-instead of appending them and holding them until the request times out. Writes already waiting
-are answered NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+NOT_LEADER_OR_FOLLOWER, instead of appending them and holding them until the request times out.
+That code, not NOT_ENOUGH_REPLICAS, because it is what a leader cut off from its footing can
+honestly say (it cannot tell whether it is still the leader) and because clients act on it:
+librdkafka and the Java producer refresh metadata and move to the new leader, while
+NOT_ENOUGH_REPLICAS keeps them retrying this broker until their messages time out (measured by
+the partition suite). Nothing was appended, so the retry is safe for idempotent producers.
+Writes already waiting are answered NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 
 Fenced means both: the ZooKeeper session is not connected (suspended or lost) AND the ISR has at
 least one follower and none of them is caught up (``Followers.lagging``: not at the leader's log

@@ -203,7 +203,7 @@ class Partition:
                 f"min.insync.replicas is {self.config.min_insync_replicas}"
             )
         if refuses(acks, self.fenced_why is not None):
-            raise NotEnoughReplicasError(f"{self.topic}-{self.index}: {self.fenced_why}")
+            raise NotLeaderOrFollowerError(f"{self.topic}-{self.index}: {self.fenced_why}")
         now_ms = int(time.time() * 1000)
         headers = [h for _, h in iter_batches(records)]
         if not headers:

@@ -12,7 +12,7 @@ import pytest
 
 from pafka.cluster.topic_config import TopicConfig
 from pafka.control.messages import PartitionInfo
-from pafka.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
+from pafka.errors import NotEnoughReplicasAfterAppendError, NotLeaderOrFollowerError
 from pafka.records.encoding import build_batch
 from pafka.storage.config import LogConfig
 from pafka.storage.log_manager import LogManager
@@ -54,7 +54,7 @@ def test_fenced_only_without_zookeeper_once_the_followers_lag(tmp_path: Path) ->
     assert partition.fenced_why is not None
     # Once per change: the same footing again changes nothing.
     assert not footing(partition, zk_connected=False, at_ms=now_ms() + 10 * LAG_MS)
-    with pytest.raises(NotEnoughReplicasError, match=r"replica\.lag\.time\.max\.ms"):
+    with pytest.raises(NotLeaderOrFollowerError, match=r"replica\.lag\.time\.max\.ms"):
         partition.append_as_leader(batch(), -1)
     partition.append_as_leader(batch(), 1)  # acks=1 is taken, as Kafka takes it
     partition.append_as_leader(batch(), 0)
