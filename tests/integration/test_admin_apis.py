@@ -140,7 +140,9 @@ def settled_watermarks(own: ClusterHandle, topic: str) -> tuple[int, int] | None
     try:
         return watermarks(own, topic)
     except KafkaException as exc:
-        if exc.args[0].retriable():
+        # librdkafka does not flag a stale leader's NOT_LEADER_FOR_PARTITION as retriable here.
+        moving = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+        if exc.args[0].retriable() or exc.args[0].code() in moving:
             return None
         raise
 
