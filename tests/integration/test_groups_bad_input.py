@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -560,6 +561,22 @@ def test_member_id_required_round_trip(cluster: ClusterHandle) -> None:
         joined = conn.join("", version=3)
         assert joined.error_code == NONE and joined.member_id and joined.generation_id >= 1
         assert conn.leave(joined.member_id) == (NONE, [NONE])
+    finally:
+        conn.close()
+
+
+def test_a_v0_member_has_its_session_timeout_to_sync(cluster: ClusterHandle) -> None:
+    """JoinGroup v0 carries no rebalance timeout: Kafka gives the member its session timeout to
+    send SyncGroup. (Taking the absent field's -1 instead dropped it at the next sweep.)"""
+    topic, conn = empty_group(cluster, "join-v0", 1)
+    try:
+        joined = conn.join("", topics=(topic,), version=0)
+        assert joined.error_code == NONE and joined.member_id == joined.leader, joined
+        time.sleep(1.0)  # several of the coordinator's sweeps, well within the session timeout
+        plan = {joined.member_id: assignment([(topic, 0)])}
+        synced = conn.sync(joined.generation_id, joined.member_id, plan)
+        assert synced.error_code == NONE, synced
+        assert decode_assignment(bytes(synced.assignment)) == {(topic, 0)}
     finally:
         conn.close()
 

@@ -84,7 +84,11 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
             client_id=ctx.client_id or "",
             client_host=ctx.client_host,
             session_timeout_ms=session_ms,
-            rebalance_timeout_ms=int(getattr(request, "rebalance_timeout_ms", session_ms)),
+            # v0 has no rebalance timeout (the decoded field reads -1): Kafka takes the session
+            # timeout for it.
+            rebalance_timeout_ms=(
+                int(request.rebalance_timeout_ms) if ctx.api_version >= 1 else session_ms
+            ),
             protocol_type=request.protocol_type,
             protocols=tuple((p.name, bytes(p.metadata or b"")) for p in request.protocols),
             require_known_member_id=ctx.api_version >= 4,
