@@ -102,7 +102,7 @@ test-faults: deps
 	$(VENV)/bin/pytest -q -m faults
 
 # The network partition suite (tests/partitions/, root needed for namespaces and nftables):
-# ten 60 s cuts plus the short CI subset, about 17 minutes; figures table at the end.
+# ten 60 s cuts plus the short CI subset, about 15 minutes; figures table at the end.
 test-partitions: deps
 	$(VENV)/bin/pytest -q -rA -m partitions tests/partitions
 
