@@ -574,6 +574,68 @@ class InvalidFetchSessionEpochError(KafkaApiError):
     retriable = True
 
 
+# Transactions (KIP-98, KIP-447, KIP-588).
+
+
+class InvalidTxnStateError(KafkaApiError):
+    """The producer attempted a transactional operation in an invalid state."""
+
+    code = 48
+    http_status = 409
+
+
+class InvalidProducerIdMappingError(KafkaApiError):
+    """The producer id is not the one the transaction coordinator holds for its transactional
+    id (or the transactional id is unknown)."""
+
+    code = 49
+    http_status = 409
+
+
+class InvalidTransactionTimeoutError(KafkaApiError):
+    """The transaction timeout is larger than transaction.max.timeout.ms, or not positive."""
+
+    code = 50
+    http_status = 400
+
+
+class ConcurrentTransactionsError(KafkaApiError):
+    """The previous transaction of this producer is still being completed."""
+
+    code = 51
+    http_status = 409
+    retriable = True
+
+
+class TransactionCoordinatorFencedError(KafkaApiError):
+    """A newer transaction coordinator has taken over this transactional id."""
+
+    code = 52
+    http_status = 409
+
+
+class TransactionalIdAuthorizationFailedError(KafkaApiError):
+    """The principal may not use this transactional id."""
+
+    code = 53
+    http_status = 403
+
+
+class UnstableOffsetCommitError(KafkaApiError):
+    """Offsets of a transaction that has not completed yet are pending for this partition."""
+
+    code = 88
+    http_status = 409
+    retriable = True
+
+
+class ProducerFencedError(KafkaApiError):
+    """A producer with the same transactional id and a newer epoch exists (KIP-588)."""
+
+    code = 90
+    http_status = 409
+
+
 def _subclasses(cls: type[PafkaError]) -> list[type[PafkaError]]:
     found: list[type[PafkaError]] = []
     for sub in cls.__subclasses__():
