@@ -60,6 +60,13 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    TxnOffsetCommitRequest,
+    WriteTxnMarkersRequest,
+)
 
 from pafka.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
 from pafka.protocol.fetch_codec import FetchResponseBody, decode_fetch_request
@@ -108,6 +115,11 @@ _REQUESTS: dict[ApiKey, Any] = {
     ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
     ApiKey.INIT_PRODUCER_ID: InitProducerIdRequest,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: OffsetForLeaderEpochRequest,
+    ApiKey.ADD_PARTITIONS_TO_TXN: AddPartitionsToTxnRequest,
+    ApiKey.ADD_OFFSETS_TO_TXN: AddOffsetsToTxnRequest,
+    ApiKey.END_TXN: EndTxnRequest,
+    ApiKey.WRITE_TXN_MARKERS: WriteTxnMarkersRequest,
+    ApiKey.TXN_OFFSET_COMMIT: TxnOffsetCommitRequest,
     ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
     ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
     ApiKey.DELETE_GROUPS: DeleteGroupsRequest,
