@@ -19,6 +19,7 @@ from pafka.client import configs, maintenance
 from pafka.client.cluster import ClusterClient
 from pafka.client.group_lags import PartitionLag, log_end_offsets
 from pafka.client.groups import DescribedMember, GroupClient, GroupDescription
+from pafka.client.isolation import IsolationLevel
 from pafka.cluster.config_ops import OpType
 from pafka.cluster.elect_leaders import ElectionType
 from pafka.errors import GroupIdNotFoundError, KafkaApiError, for_code
@@ -192,16 +193,18 @@ class AdminClient:
         found = await self.groups.fetch_offsets(group)
         return {tp: c.offset for tp, c in sorted(found.items()) if c is not None}
 
-    async def group_lags(self, group: str) -> tuple[GroupView, list[PartitionLag]]:
-        """The group and, per partition it committed or owns, position, log end and owner.
-        A dead group with nothing committed does not exist."""
+    async def group_lags(
+        self, group: str, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+    ) -> tuple[GroupView, list[PartitionLag]]:
+        """The group and, per partition it committed or owns, position, log end (as
+        ``isolation`` sees it) and owner. A dead group with nothing committed does not exist."""
         view = await self.describe_group(group)
         committed = await self.committed_offsets(group)
         if view.description.state == DEAD and not committed:
             raise GroupIdNotFoundError(f"consumer group {group!r} does not exist")
         owned = {tp for m in view.description.members for tp in m.assigned_partitions()}
         partitions = sorted(committed.keys() | owned)
-        ends = await log_end_offsets(self.cluster, partitions)
+        ends = await log_end_offsets(self.cluster, partitions, isolation)
         lags = [
             PartitionLag(tp[0], tp[1], committed.get(tp), ends.get(tp), view.owner(tp))
             for tp in partitions

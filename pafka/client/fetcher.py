@@ -7,20 +7,20 @@ changes nothing, so retrying it is always safe. A long poll (``max_wait_ms > 0``
 connection of its own, because a broker answers each connection strictly in order and a held
 Fetch would stall every request queued behind it on the shared one.
 
-The broker answers with whole batches starting at the batch that *holds* the requested offset,
-so the records before it are dropped here (:func:`select_records`, pure), as are records past
-the high watermark and past ``max_records``.
+Which records of the answer a read returns is decided in :mod:`pafka.client.batch_reading`; a
+read_committed read stops at the last stable offset and drops aborted transactions.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
+from pafka.client.batch_reading import FetchedRecord, select_records
 from pafka.client.cluster import ClusterClient, PartitionLeader
+from pafka.client.isolation import AbortedTransaction, IsolationLevel, batch_filter
 from pafka.errors import (
     BrokerConnectionError,
     FencedLeaderEpochError,
@@ -35,8 +35,6 @@ from pafka.errors import (
 )
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
-from pafka.records.batch import HEADER_SIZE, Buffer, check_batch, read_header
-from pafka.records.encoding import Header, decode_records
 
 FETCH_VERSION = 11  # the last non-flexible version with leader epochs
 LIST_OFFSETS_VERSION = 5
@@ -59,22 +57,6 @@ LEADER_MOVED = (
 T = TypeVar("T")
 
 
-class TimestampType(enum.StrEnum):
-    CREATE_TIME = "CREATE_TIME"
-    LOG_APPEND_TIME = "LOG_APPEND_TIME"
-
-
-class FetchedRecord(NamedTuple):
-    """One record read (a tuple: a read makes one per record)."""
-
-    offset: int
-    timestamp_ms: int
-    timestamp_type: TimestampType
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[Header, ...]
-
-
 @dataclass(frozen=True)
 class FetchResult:
     records: list[FetchedRecord]
@@ -83,53 +65,24 @@ class FetchResult:
     # Where the next read should start: past the last record returned, or past batches that
     # held nothing readable (control batches, compacted gaps), never before the asked offset.
     next_offset: int
+    # Below it every transaction is decided; a read_committed read stops there.
+    last_stable_offset: int
 
 
-def select_records(
-    data: Buffer, offset: int, *, max_records: int, high_watermark: int
-) -> tuple[list[FetchedRecord], int]:
-    """The records of ``data`` (whole batches) from ``offset`` on, at most ``max_records``,
-    none at or past ``high_watermark``; and the offset to read from next.
+class _Answer(NamedTuple):
+    """One partition of a Fetch response."""
 
-    A truncated last batch (a broker may cut a response at its size limit) is left for the next
-    read. Each batch's CRC is checked before its records are trusted.
-    """
-    records: list[FetchedRecord] = []
-    position = offset
-    pos = 0
-    while len(data) - pos >= HEADER_SIZE and position < high_watermark:
-        header = read_header(data, pos)
-        if pos + header.size > len(data):
-            break
-        if header.next_offset > position:
-            batch = memoryview(data)[pos : pos + header.size]
-            check_batch(batch, 0, header)
-            kind = (
-                TimestampType.LOG_APPEND_TIME
-                if header.log_append_time
-                else TimestampType.CREATE_TIME
-            )
-            for record in decode_records(batch):
-                if record.offset < position:
-                    continue
-                if record.offset >= high_watermark:
-                    return records, high_watermark
-                records.append(
-                    FetchedRecord(
-                        record.offset,
-                        record.timestamp,
-                        kind,
-                        record.key,
-                        record.value,
-                        tuple(record.headers) if record.headers else (),
-                    )
-                )
-                position = record.offset + 1
-                if len(records) >= max_records:
-                    return records, position
-            position = max(position, min(header.next_offset, high_watermark))
-        pos += header.size
-    return records, position
+    data: bytes
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: tuple[AbortedTransaction, ...]
+
+    def end(self, isolation: IsolationLevel) -> int:
+        """Where the records this isolation level may see end."""
+        if isolation is IsolationLevel.READ_COMMITTED and self.last_stable_offset >= 0:
+            return min(self.last_stable_offset, self.high_watermark)
+        return self.high_watermark
 
 
 # -- talking to the leader ---------------------------------------------------------------------
@@ -182,6 +135,7 @@ async def fetch(
     max_records: int,
     max_bytes: int,
     max_wait_ms: int,
+    isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
 ) -> FetchResult:
     """Up to ``max_records`` records of ``topic``-``partition`` from ``offset`` (waiting up to
     ``max_wait_ms`` for the first one), from at most about ``max_bytes`` of batches. An offset
@@ -197,34 +151,47 @@ async def fetch(
     position = offset
     records: list[FetchedRecord] = []
     used = 0  # bytes of batches fetched since the first readable record
-    high_watermark = log_start = 0
+    answer = _Answer(b"", 0, 0, 0, ())
+
+    def result(next_offset: int) -> FetchResult:
+        return FetchResult(
+            records,
+            answer.high_watermark,
+            answer.log_start_offset,
+            next_offset,
+            answer.end(IsolationLevel.READ_COMMITTED),
+        )
+
     while True:
         ask = min(max_bytes - used, _bytes_for(max_records - len(records), used, len(records)))
         # Once there are records, only records already there are read: no waiting.
         wait_ms = 0 if records else max(int((deadline - loop.time()) * 1000), 0)
         try:
-            data, high_watermark, log_start = await _fetch_once(
-                cluster, topic, partition, position, ask, wait_ms
-            )
+            answer = await _fetch_once(cluster, topic, partition, position, ask, wait_ms, isolation)
         except OffsetOutOfRangeError:
             if records:  # the log was cut under this read: answer with what it has
-                return FetchResult(records, high_watermark, log_start, position)
+                return result(position)
             raise await _out_of_range(cluster, topic, partition, position) from None
+        data, end = answer.data, answer.end(isolation)
         if records and len(data) > ask:  # one batch above what is left: for the next read
-            return FetchResult(records, high_watermark, log_start, position)
+            return result(position)
         found, next_offset = select_records(
-            data, position, max_records=max_records - len(records), high_watermark=high_watermark
+            data,
+            position,
+            max_records=max_records - len(records),
+            high_watermark=end,
+            readable=batch_filter(isolation, answer.aborted),
         )
         if records or found:
             used += len(data)
         records += found
         if records:
             done = len(records) >= max_records or used >= max_bytes
-            if done or next_offset <= position or next_offset >= high_watermark:
-                return FetchResult(records, high_watermark, log_start, next_offset)
+            if done or next_offset <= position or next_offset >= end:
+                return result(next_offset)
         # Batches holding nothing readable from here were skipped: read on if time is left.
         elif next_offset <= position or loop.time() >= deadline:
-            return FetchResult(records, high_watermark, log_start, max(next_offset, offset))
+            return result(max(next_offset, offset))
         position = next_offset
 
 
@@ -242,18 +209,24 @@ def _bytes_for(wanted: int, fetched_bytes: int, fetched_records: int) -> int:
 
 
 async def _fetch_once(
-    cluster: ClusterClient, topic: str, partition: int, offset: int, max_bytes: int, wait_ms: int
-) -> tuple[bytes, int, int]:
-    """(record bytes, high watermark, log start offset) of one Fetch from the leader."""
+    cluster: ClusterClient,
+    topic: str,
+    partition: int,
+    offset: int,
+    max_bytes: int,
+    wait_ms: int,
+    isolation: IsolationLevel,
+) -> _Answer:
+    """One Fetch from the leader."""
     cls = request_class(ApiKey.FETCH)[FETCH_VERSION]
 
-    async def attempt(leader: PartitionLeader) -> tuple[bytes, int, int]:
+    async def attempt(leader: PartitionLeader) -> _Answer:
         body = cls(
             replica_id=-1,
             max_wait_ms=wait_ms,
             min_bytes=1,
             max_bytes=max_bytes,
-            isolation_level=0,
+            isolation_level=int(isolation),
             session_id=0,
             session_epoch=-1,
             topics=[
@@ -278,7 +251,16 @@ async def _fetch_once(
             for p in t.partitions:
                 if t.topic == topic and p.partition_index == partition:
                     _raise_for(p.error_code, topic, partition)
-                    return bytes(p.records or b""), p.high_watermark, p.log_start_offset
+                    return _Answer(
+                        bytes(p.records or b""),
+                        p.high_watermark,
+                        p.last_stable_offset,
+                        p.log_start_offset,
+                        tuple(
+                            AbortedTransaction(a.producer_id, a.first_offset)
+                            for a in p.aborted_transactions or ()
+                        ),
+                    )
         raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the Fetch response")
 
     return await _on_leader(cluster, topic, partition, attempt)
@@ -306,23 +288,31 @@ async def _out_of_range(
     )
 
 
-async def offsets(cluster: ClusterClient, topic: str, partition: int) -> tuple[int, int]:
-    """(log start offset, high watermark): the first readable offset and the next to be
-    written, as a consumer sees them."""
+async def offsets(
+    cluster: ClusterClient,
+    topic: str,
+    partition: int,
+    isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+) -> tuple[int, int]:
+    """(log start offset, end): the first readable offset and the end as a consumer of this
+    isolation level sees it (the high watermark, or for read_committed the last stable
+    offset)."""
     beginning, end = await asyncio.gather(
-        _list_offset(cluster, topic, partition, EARLIEST),
-        _list_offset(cluster, topic, partition, LATEST),
+        _list_offset(cluster, topic, partition, EARLIEST, isolation),
+        _list_offset(cluster, topic, partition, LATEST, isolation),
     )
     return beginning, end
 
 
-async def _list_offset(cluster: ClusterClient, topic: str, partition: int, which: int) -> int:
+async def _list_offset(
+    cluster: ClusterClient, topic: str, partition: int, which: int, isolation: IsolationLevel
+) -> int:
     cls = request_class(ApiKey.LIST_OFFSETS)[LIST_OFFSETS_VERSION]
 
     async def attempt(leader: PartitionLeader) -> int:
         body = cls(
             replica_id=-1,
-            isolation_level=0,
+            isolation_level=int(isolation),
             topics=[
                 cls.ListOffsetsTopic(
                     name=topic,

@@ -1,9 +1,11 @@
 """How far a consumer group trails the logs: its committed offsets against the log ends.
 
-A partition's lag is its high watermark less the group's committed offset, never negative, and
-unknown without either. Log ends come from the partition leaders (ListOffsets, through
-:func:`pafka.client.fetcher.offsets`), a bounded number of lookups at once; a partition whose
-leader cannot answer now is left out, so that one unreachable leader does not hide the rest.
+A partition's lag is its log end less the group's committed offset, never negative, and
+unknown without either. The log end is the high watermark, or for read_committed consumers the
+last stable offset (records of open transactions are not yet theirs to consume). Log ends come
+from the partition leaders (ListOffsets, through :func:`pafka.client.fetcher.offsets`), a
+bounded number of lookups at once; a partition whose leader cannot answer now is left out, so
+that one unreachable leader does not hide the rest.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pafka.client import fetcher
 from pafka.client.cluster import ClusterClient
 from pafka.client.groups import DescribedMember
+from pafka.client.isolation import IsolationLevel
 from pafka.errors import PafkaError
 from pafka.groups.consumer_protocol import TopicPartition
 
@@ -39,16 +42,19 @@ class PartitionLag:
 
 
 async def log_end_offsets(
-    cluster: ClusterClient, partitions: Iterable[TopicPartition]
+    cluster: ClusterClient,
+    partitions: Iterable[TopicPartition],
+    isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
 ) -> dict[TopicPartition, int]:
-    """The high watermark of each partition; one whose leader cannot answer is left out."""
+    """The end of each partition as ``isolation`` sees it; one whose leader cannot answer is
+    left out."""
     wanted = sorted(set(partitions))
     slots = asyncio.Semaphore(MAX_CONCURRENT_LOOKUPS)
 
     async def end(tp: TopicPartition) -> int | None:
         async with slots:
             try:
-                return (await fetcher.offsets(cluster, *tp))[1]
+                return (await fetcher.offsets(cluster, *tp, isolation))[1]
             except PafkaError:
                 return None
 

@@ -6,13 +6,17 @@ An instance is one znode, ``GatewayZNodes.consumer_instance_path(group, name)``,
      "auto_commit": bool, "topics": [subscribed topic, ...], "assigned": [[topic, p], ...],
      "positions": [[topic, p, next offset], ...], "committed": [[topic, p, offset], ...],
      "member_id": "", "generation": -1,
-     "owned": [[topic, p], ...], "rejoin": bool, "created_ms": ..., "last_used_ms": ...}
+     "owned": [[topic, p], ...], "rejoin": bool, "created_ms": ..., "last_used_ms": ...,
+     "isolation_level": "read_committed" | "read_uncommitted"}
 
 ``topics`` (a subscription: the instance is a member of the group, ``member_id`` and
 ``generation`` its membership, ``owned`` what the group gave it) and ``assigned`` (a manual
 assignment) exclude each other. ``positions`` are the next offsets to read; a partition without
 one starts at the group's committed offset, else at ``auto_offset_reset``. ``committed`` is
 what this instance last committed, so that auto commit skips positions already committed.
+``isolation_level`` is Kafka's consumer setting, read_committed unless the instance was created
+with read_uncommitted (as Confluent's proxy configures its consumers); a payload written before
+it existed reads as read_committed.
 
 Every change is a pure function of the state (the methods of :class:`InstanceState`), so that
 :class:`services.gateway.consumer_instance_store.InstanceStore` can apply it again to a fresh
@@ -29,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pafka.client.isolation import IsolationLevel
 from pafka.errors import RestError
 from pafka.groups.consumer_protocol import TopicPartition
 from services.gateway.errors import ILLEGAL_STATE
@@ -82,6 +87,7 @@ class InstanceState:
     rejoin: bool = False
     created_ms: int = 0
     last_used_ms: int = 0
+    isolation: IsolationLevel = IsolationLevel.READ_COMMITTED
 
     # -- reading the state ---------------------------------------------------------------------
 
@@ -212,6 +218,7 @@ class InstanceState:
             "rejoin": self.rejoin,
             "created_ms": self.created_ms,
             "last_used_ms": self.last_used_ms,
+            "isolation_level": self.isolation.name.lower(),
         }
         return json.dumps(payload, separators=(",", ":"), sort_keys=True).encode()
 
@@ -237,4 +244,5 @@ class InstanceState:
             rejoin=bool(p["rejoin"]),
             created_ms=int(p["created_ms"]),
             last_used_ms=int(p["last_used_ms"]),
+            isolation=IsolationLevel.parse(str(p.get("isolation_level", "read_committed"))),
         )

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from pafka.client import fetcher
+from pafka.client.batch_reading import FetchedRecord
 from pafka.client.cluster import ClusterClient
-from pafka.client.fetcher import FetchedRecord, FetchResult
+from pafka.client.fetcher import FetchResult
+from pafka.client.isolation import IsolationLevel
 from pafka.errors import OffsetOutOfRangeError, PafkaError, RestError
 from pafka.groups.consumer_protocol import TopicPartition
 
@@ -34,11 +36,15 @@ Answer = FetchResult | int | PafkaError
 
 
 async def reset_positions(
-    cluster: ClusterClient, partitions: Iterable[TopicPartition], earliest: bool
+    cluster: ClusterClient,
+    partitions: Iterable[TopicPartition],
+    earliest: bool,
+    isolation: IsolationLevel,
 ) -> dict[TopicPartition, int]:
-    """Each partition's log start (``earliest``) or high watermark."""
+    """Each partition's log start (``earliest``) or end as ``isolation`` sees it (the high
+    watermark, or the last stable offset)."""
     wanted = sorted(set(partitions))
-    ranges = await asyncio.gather(*(fetcher.offsets(cluster, t, p) for t, p in wanted))
+    ranges = await asyncio.gather(*(fetcher.offsets(cluster, t, p, isolation) for t, p in wanted))
     return {tp: r[0] if earliest else r[1] for tp, r in zip(wanted, ranges, strict=True)}
 
 
@@ -50,6 +56,7 @@ class PartitionReader:
     max_records: int
     earliest: bool
     """Where a position that fell out of the log resets to: the log start, else its end."""
+    isolation: IsolationLevel
 
     async def fetch(
         self,
@@ -108,9 +115,10 @@ class PartitionReader:
                 max_records=self.max_records,
                 max_bytes=max_bytes,
                 max_wait_ms=wait_ms,
+                isolation=self.isolation,
             )
         except OffsetOutOfRangeError:
-            return (await reset_positions(self.cluster, [tp], self.earliest))[tp]
+            return (await reset_positions(self.cluster, [tp], self.earliest, self.isolation))[tp]
         except PafkaError as exc:
             return exc
 

@@ -201,14 +201,15 @@ class ConsumerRuntime:
         committed = await self.groups.fetch_offsets(state.group, wanted)
         found = {tp: c.offset for tp, c in committed.items() if c is not None and tp in wanted}
         rest = [tp for tp in wanted if tp not in found]
-        found.update(await self.reset_positions(rest, state.auto_offset_reset == EARLIEST))
+        found.update(await self.reset_positions(state, rest, state.auto_offset_reset == EARLIEST))
         return found
 
     async def reset_positions(
-        self, partitions: Iterable[TopicPartition], earliest: bool
+        self, state: InstanceState, partitions: Iterable[TopicPartition], earliest: bool
     ) -> dict[TopicPartition, int]:
-        """Each partition's log start (``earliest``) or high watermark."""
-        return await reset_positions(self.cluster, partitions, earliest)
+        """Each partition's log start (``earliest``) or end, as the instance's isolation level
+        sees it."""
+        return await reset_positions(self.cluster, partitions, earliest, state.isolation)
 
     async def seek(
         self, state: InstanceState, offsets: Mapping[TopicPartition, int]
@@ -237,7 +238,9 @@ class ConsumerRuntime:
         start.update(await self.starting_positions(state, set(assignment) - set(start)))
         end = dict(start)
         max_records = self.settings.max_records_per_request
-        reader = PartitionReader(self.cluster, max_records, state.auto_offset_reset == EARLIEST)
+        reader = PartitionReader(
+            self.cluster, max_records, state.auto_offset_reset == EARLIEST, state.isolation
+        )
         fetched = await reader.fetch(start, end, wait_ms=0, max_bytes=max_bytes)
         if not fetched and timeout_ms > 0:
             fetched = await reader.long_poll(start, end, timeout_ms=timeout_ms, max_bytes=max_bytes)

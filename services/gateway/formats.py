@@ -25,7 +25,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, Field
 
-from pafka.client.fetcher import FetchedRecord, FetchResult
+from pafka.client.batch_reading import FetchedRecord
+from pafka.client.fetcher import FetchResult
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
 

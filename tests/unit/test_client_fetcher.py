@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pafka.client.fetcher import TimestampType, select_records
+from pafka.client.batch_reading import TimestampType, select_records
 from pafka.errors import CorruptMessageError
 from pafka.records.batch import (
     ATTRIBUTES_OFFSET,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
 
-from pafka.client.fetcher import FetchedRecord, TimestampType
+from pafka.client.batch_reading import FetchedRecord, TimestampType
+from pafka.client.isolation import IsolationLevel
 from pafka.errors import RestError
 from services.gateway.consumer_instances import InstanceState, check_name
 from services.gateway.consumer_reads import trim
@@ -31,12 +33,20 @@ def test_the_payload_round_trips() -> None:
         rejoin=True,
         auto_commit=False,
         auto_offset_reset="earliest",
+        isolation=IsolationLevel.READ_UNCOMMITTED,
     )
     assert InstanceState.decode("g", "i", full.encode()) == full
     manual = state(format=EmbeddedFormat.BINARY, assigned=frozenset({T1}))
     assert InstanceState.decode("g", "i", manual.encode()) == manual
     with pytest.raises(ValueError):
         InstanceState.decode("g", "i", b'{"version": 99}')
+
+
+def test_an_instance_written_before_isolation_levels_reads_committed() -> None:
+    payload = json.loads(state().encode())
+    del payload["isolation_level"]
+    old = InstanceState.decode("g", "i", json.dumps(payload).encode())
+    assert old.isolation is IsolationLevel.READ_COMMITTED
 
 
 def test_subscription_and_assignment_exclude_each_other() -> None:

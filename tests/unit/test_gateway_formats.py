@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pafka.client.fetcher import FetchedRecord, TimestampType
+from pafka.client.batch_reading import FetchedRecord, TimestampType
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
 from services.gateway.formats import (

@@ -20,6 +20,7 @@ class CreateConsumer(BaseModel):
                     "format": "json",
                     "auto.offset.reset": "earliest",
                     "auto.commit.enable": "false",
+                    "isolation.level": "read_committed",
                 }
             ]
         },
@@ -28,6 +29,12 @@ class CreateConsumer(BaseModel):
     format: str = Field("binary", description="json or binary: how keys and values are shown")
     auto_offset_reset: str = Field(LATEST, alias="auto.offset.reset")
     auto_commit_enable: bool = Field(True, alias="auto.commit.enable")
+    isolation_level: str = Field(
+        "read_committed",
+        alias="isolation.level",
+        description="read_committed: only records of committed transactions (and records "
+        "written outside transactions), up to the last stable offset; read_uncommitted: all",
+    )
 
     @field_validator("auto_commit_enable", mode="before")
     @classmethod

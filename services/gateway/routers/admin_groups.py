@@ -16,6 +16,7 @@ from fastapi import APIRouter
 from pafka.client.admin import DEAD, AdminClient, GroupView
 from pafka.client.group_lags import PartitionLag
 from pafka.client.groups import DescribedMember, GroupDescription
+from pafka.client.isolation import IsolationLevel
 from pafka.errors import GroupIdNotFoundError, PafkaError, RestError
 from services.gateway.errors import UNKNOWN_CONSUMER_INSTANCE, UNKNOWN_PARTITION
 from services.gateway.models.admin_groups import (
@@ -30,6 +31,10 @@ from services.gateway.models.admin_groups import (
     LagSummary,
 )
 from services.gateway.v3 import Admin, At, Links
+
+# Lags count only what read_committed consumers can read: records of open transactions are
+# not behind anyone yet.
+COMMITTED_ONLY = IsolationLevel.READ_COMMITTED
 
 router = APIRouter(prefix="/v3/clusters", tags=["admin (v3): consumer groups"])
 
@@ -220,7 +225,7 @@ def _lags(at: Links, group: str, lags: list[PartitionLag]) -> list[ConsumerLag]:
 
 @router.get("/{cluster_id}/consumer-groups/{group_id}/lags", response_model=ConsumerLagList)
 async def list_lags(group_id: str, at: At, client: Admin) -> ConsumerLagList:
-    _, lags = await client.group_lags(group_id)
+    _, lags = await client.group_lags(group_id, COMMITTED_ONLY)
     return ConsumerLagList(
         kind="KafkaConsumerLagList",
         metadata=at.listing("consumer-groups", group_id, "lags"),
@@ -239,7 +244,7 @@ async def get_lag(
     at: At,
     client: Admin,
 ) -> ConsumerLag:
-    _, lags = await client.group_lags(group_id)
+    _, lags = await client.group_lags(group_id, COMMITTED_ONLY)
     for lag in _lags(at, group_id, lags):
         if (lag.topic_name, lag.partition_id) == (topic_name, partition_id):
             return lag
@@ -251,7 +256,7 @@ async def get_lag(
 
 @router.get("/{cluster_id}/consumer-groups/{group_id}/lag-summary", response_model=LagSummary)
 async def lag_summary(group_id: str, at: At, client: Admin) -> LagSummary:
-    _, partition_lags = await client.group_lags(group_id)
+    _, partition_lags = await client.group_lags(group_id, COMMITTED_ONLY)
     lags = _lags(at, group_id, partition_lags)
     top = max(lags, key=lambda x: x.lag, default=None)
     return LagSummary(

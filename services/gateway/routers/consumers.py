@@ -16,7 +16,8 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
-from pafka.client.fetcher import FetchedRecord
+from pafka.client.batch_reading import FetchedRecord
+from pafka.client.isolation import IsolationLevel
 from pafka.cluster.names import validate_group_id
 from pafka.errors import RestError
 from pafka.groups.consumer_protocol import TopicPartition
@@ -158,9 +159,20 @@ async def create_instance(
     reset = body.auto_offset_reset.lower()
     if reset not in (EARLIEST, LATEST):
         raise RestError(INVALID_CONSUMER_CONFIG, "auto.offset.reset must be earliest or latest")
+    try:
+        isolation = IsolationLevel.parse(body.isolation_level)
+    except ValueError as exc:
+        raise RestError(INVALID_CONSUMER_CONFIG, str(exc)) from None
     now = now_ms()
     state = InstanceState(
-        group, name, fmt, reset, body.auto_commit_enable, created_ms=now, last_used_ms=now
+        group,
+        name,
+        fmt,
+        reset,
+        body.auto_commit_enable,
+        created_ms=now,
+        last_used_ms=now,
+        isolation=isolation,
     )
     rt.sweeper.start()
     await rt.store.create(state)
@@ -249,7 +261,7 @@ async def seek(body: Offsets, state: Instance, rt: Runtime) -> Response:
 async def seek_to_beginning(body: Partitions, state: Instance, rt: Runtime) -> Response:
     state = await rt.member(state, join=False)
     state.seek(dict.fromkeys(_pairs(body.partitions), 0))  # 409 for unassigned partitions
-    await rt.seek(state, await rt.reset_positions(_pairs(body.partitions), earliest=True))
+    await rt.seek(state, await rt.reset_positions(state, _pairs(body.partitions), earliest=True))
     return Response(status_code=204)
 
 
@@ -257,7 +269,7 @@ async def seek_to_beginning(body: Partitions, state: Instance, rt: Runtime) -> R
 async def seek_to_end(body: Partitions, state: Instance, rt: Runtime) -> Response:
     state = await rt.member(state, join=False)
     state.seek(dict.fromkeys(_pairs(body.partitions), 0))
-    await rt.seek(state, await rt.reset_positions(_pairs(body.partitions), earliest=False))
+    await rt.seek(state, await rt.reset_positions(state, _pairs(body.partitions), earliest=False))
     return Response(status_code=204)
 
 

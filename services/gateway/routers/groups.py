@@ -30,6 +30,7 @@ from pafka.client.groups import (
     GroupDescription,
     OffsetAndMetadata,
 )
+from pafka.client.isolation import IsolationLevel
 from pafka.errors import (
     CorruptZNodeError,
     FencedInstanceIdError,
@@ -273,7 +274,7 @@ async def describe(group: GroupId, ctx: Annotated[GatewayContext, Depends(contex
         raise GroupIdNotFoundError(f"group {group!r} does not exist")
     assigned = {tp for m in description.members for tp in m.assigned_partitions()}
     partitions = await _all_partitions(groups, {t for t, _ in {*assigned, *committed}})
-    ends = await group_lags.log_end_offsets(ctx.cluster, partitions)
+    ends = await group_lags.log_end_offsets(ctx.cluster, partitions, IsolationLevel.READ_COMMITTED)
     return GroupView(
         group=group,
         state=description.state,

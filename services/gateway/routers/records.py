@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from pafka.client.fetcher import fetch, offsets
+from pafka.client.isolation import IsolationLevel
 from pafka.errors import RestError
 from services.gateway import idempotency
 from services.gateway.context import Ctx, GatewayContext, context
@@ -52,6 +53,8 @@ from services.gateway.routers.topics import (
 MAX_OFFSET = 2**63 - 1
 DEFAULT_MAX_RECORDS = 500
 ACKS = {"all": -1, "-1": -1, "1": 1}
+
+Isolation = Literal["read_uncommitted", "read_committed"]
 
 router = APIRouter(tags=["records"])
 
@@ -299,6 +302,11 @@ async def read_records(
     max_records: int = Query(DEFAULT_MAX_RECORDS, ge=1, description="At most this many"),
     max_bytes: int | None = Query(None, ge=1, description="About this many bytes of batches"),
     timeout_ms: int = Query(0, ge=0, description="Wait this long for a first record"),
+    isolation: Isolation = Query(
+        "read_uncommitted",
+        description="read_committed: only committed transactions' records (and records "
+        "written outside transactions), up to the last stable offset",
+    ),
 ) -> Response:
     ctx = context(request)  # not a dependency: see _options
     fmt = read_format(request.headers.get("accept"))
@@ -312,6 +320,7 @@ async def read_records(
         max_records=min(max_records, settings.max_records_per_request),
         max_bytes=min(max_bytes or settings.max_fetch_bytes, settings.max_fetch_bytes),
         max_wait_ms=min(timeout_ms, settings.max_poll_ms),
+        isolation=IsolationLevel.parse(isolation),
     )
     return Response(read_answer(topic, partition, result, fmt), media_type=fmt.media_type)
 
@@ -323,7 +332,15 @@ async def read_records(
     response_class=V2Response,
     responses={**UNKNOWN, **UNAVAILABLE},
 )
-async def partition_offsets(topic: str, partition: int, ctx: Ctx) -> JSONResponse:
+async def partition_offsets(
+    topic: str,
+    partition: int,
+    ctx: Ctx,
+    isolation: Isolation = Query(
+        "read_uncommitted",
+        description="read_committed: the end is the last stable offset, not the high watermark",
+    ),
+) -> JSONResponse:
     await partition_state(ctx, topic, partition)
-    beginning, end = await offsets(ctx.cluster, topic, partition)
+    beginning, end = await offsets(ctx.cluster, topic, partition, IsolationLevel.parse(isolation))
     return JSONResponse({"beginning_offset": beginning, "end_offset": end}, media_type=V2)
