@@ -126,6 +126,9 @@ class Broker:
         self.dynamic = DynamicBrokerConfig(settings.broker_id, self._dynamic_config_changed)
         self._registered = False
         self._zk_connected = False
+        # Whether the last footing check left any partition fenced: while ZooKeeper is
+        # connected and none is, there is nothing to check (at 10,000 partitions, a scan).
+        self._any_fenced = False
         self._http: EmbeddedServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.port = settings.port
@@ -244,17 +247,22 @@ class Broker:
     def _check_footing(self) -> None:
         """Fence the leaders that lost both ZooKeeper and their in-sync followers, unfence
         the ones that found either again (``leader_fencing``); one log line per change."""
+        if self._zk_connected and not self._any_fenced:
+            return
         lag_max_ms = self.settings.replica_lag_time_max_ms
         why = fencing_reason(lag_max_ms)
         now_ms = int(time.time() * 1000)
         fenced: list[str] = []
         unfenced: list[str] = []
+        still_fenced = 0
         for (topic, index), partition in list(self.replicas.partitions.items()):
             if self._zk_connected and partition.fenced_why is None:
                 continue  # connected: nothing to fence, and this one is not fenced
             if partition.update_footing(self._zk_connected, now_ms, lag_max_ms, why):
                 name = f"{topic}-{index}"
                 (fenced if partition.fenced_why is not None else unfenced).append(name)
+            still_fenced += partition.fenced_why is not None
+        self._any_fenced = still_fenced > 0
         if fenced:
             log.warning(
                 "%d partition(s) refuse acks=all writes (NOT_LEADER_OR_FOLLOWER): %s: %s",
