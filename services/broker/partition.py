@@ -217,7 +217,10 @@ class Partition:
                 )
             head = idempotent[0]
             duplicate = self.producers.check(
-                head.producer_id, head.producer_epoch, head.base_sequence
+                head.producer_id,
+                head.producer_epoch,
+                head.base_sequence,
+                head.base_sequence + head.last_offset_delta,
             )
             if duplicate is not None:
                 return AppendResult(

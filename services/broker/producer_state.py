@@ -1,9 +1,10 @@
 """Idempotent-producer state of one partition: sequence checks and duplicate detection.
 
 Kafka's rules (KIP-98): per producer id the broker remembers the epoch and the last five batches
-(first/last sequence and offsets). A retried batch that matches one of them is a duplicate and
-gets the original offsets back instead of being appended again; any other batch must continue
-the sequence exactly. A batch from an older epoch is fenced. Pure logic: the caller appends.
+(first/last sequence and offsets). A retried batch whose sequence range matches one of them
+exactly is a duplicate and gets the original offsets back instead of being appended again; any
+other batch must continue the sequence exactly. A batch from an older epoch is fenced. Pure
+logic: the caller appends.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ class ProducerStateTable:
     # Bounded so that a client cycling through producer ids cannot grow broker memory.
     max_producers: int = 10_000
 
-    def check(self, producer_id: int, epoch: int, first_seq: int) -> BatchRecord | None:
+    def check(
+        self, producer_id: int, epoch: int, first_seq: int, last_seq: int
+    ) -> BatchRecord | None:
         """The earlier batch this one duplicates, None when it may be appended, else raise."""
         entry = self.producers.get(producer_id)
         if entry is None:
@@ -69,7 +72,10 @@ class ProducerStateTable:
                 )
             return None
         for batch in entry.batches:
-            if batch.first_seq == first_seq:
+            # Both ends, as Kafka's findDuplicateBatch: a batch that starts where a written one
+            # did but holds more records is not that batch, and acknowledging it with the
+            # written one's offsets would report records that were never appended.
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
                 return batch
         last = entry.last_seq
         if last is not None and first_seq != next_sequence(last):

@@ -19,6 +19,9 @@ from typing import Any
 from tests.integration.conftest import ClusterHandle
 
 PARTITIONS = 3
+# Below the ~22 s in which librdkafka's retry backoff can overflow into a fatal error under a
+# long refusal (tests/partitions/librdkafka_backoff.py).
+MESSAGE_TIMEOUT_MS = 20_000
 
 
 def _indeterminate_codes() -> frozenset[int]:
@@ -107,7 +110,7 @@ def produce_until(
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 5,
-            "message.timeout.ms": 20_000,
+            "message.timeout.ms": MESSAGE_TIMEOUT_MS,
             "request.timeout.ms": 5_000,
             # Connection refusals are the point of these tests; keep librdkafka quiet.
             "log_level": 2,

@@ -18,13 +18,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import threading
 from pathlib import Path
 
+from confluent_kafka import KafkaException
+
 from tests.faults.workload import PARTITIONS, Deliveries, produce_until
 
 DEBUG_CONTEXTS = "eos,msg,protocol,broker"
+# For investigations only: librdkafka settings (a JSON object) laid over the workload's, and the
+# send rate. The suite's targets were measured without them.
+PRODUCER_CONFIG_ENV = "PAFKA_PARTITIONS_PRODUCER_CONFIG"
+RATE_ENV = "PAFKA_PARTITIONS_RATE_PER_S"
+
+
+def producer_overrides(environ: dict[str, str]) -> dict[str, object]:
+    """The librdkafka settings ``PAFKA_PARTITIONS_PRODUCER_CONFIG`` lays over the workload's."""
+    raw = environ.get(PRODUCER_CONFIG_ENV, "").strip()
+    if not raw:
+        return {}
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"{PRODUCER_CONFIG_ENV} is not JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise SystemExit(f"{PRODUCER_CONFIG_ENV} must be a JSON object, not {raw!r}")
+    return parsed
 
 
 def consume_until(bootstrap: str, topic: str, stop: threading.Event) -> dict[str, object]:
@@ -64,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--rate-per-s", type=int, default=200)
+    parser.add_argument("--rate-per-s", type=int, default=int(os.environ.get(RATE_ENV, "200")))
     args = parser.parse_args(argv)
 
     stop = threading.Event()
@@ -76,14 +97,26 @@ def main(argv: list[str] | None = None) -> None:
         daemon=True,
     )
     reader.start()
-    produce_until(
-        args.bootstrap,
-        args.topic,
-        deliveries,
-        stop,
-        rate_per_s=args.rate_per_s,
-        extra_config={"debug": DEBUG_CONTEXTS, "log_level": 7},
-    )
+    try:
+        produce_until(
+            args.bootstrap,
+            args.topic,
+            deliveries,
+            stop,
+            rate_per_s=args.rate_per_s,
+            extra_config={
+                "debug": DEBUG_CONTEXTS,
+                "log_level": 7,
+                **producer_overrides(dict(os.environ)),
+            },
+        )
+    except KafkaException as exc:
+        # After a fatal error librdkafka refuses every send. The figures must still be written
+        # (that error is what they report): record it, keep the consumer reading until the
+        # harness stops this process.
+        if not deliveries.fatal:
+            deliveries.fatal.append(str(exc))
+        stop.wait()
     tmp = args.out.with_suffix(".tmp")
     reader.join(30)
     tmp.write_text(json.dumps({"deliveries": deliveries.to_json(), "consumer": consumed}))

@@ -10,6 +10,7 @@ controllers' ``/status`` answers.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -34,6 +35,8 @@ SETTLE_LIMIT_S = 60.0
 AFTER_SETTLE_S = 3.0
 # The client flushes for at most 60 s and waits 30 s for its consumer.
 CLIENT_STOP_S = 120.0
+# Set (to anything) to keep the producer's debug log of every run, for an investigation.
+KEEP_DEBUG_LOG_ENV = "PAFKA_PARTITIONS_KEEP_DEBUG_LOG"
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,7 @@ def run(bundle: PartitionedCluster, scenario: Scenario, cut_s: float, out_dir: P
     figures.notes.append(f"cut at +{cut_at - started:.1f} s, heal at +{healed_at - started:.1f} s")
     figures.notes.append(f"unanswered /status polls: {watch.unanswered}")
     figures.consumed = int(consumed.get("read", 0))
+    keep_log = bool(os.environ.get(KEEP_DEBUG_LOG_ENV))
     try:
         workload.validate(scenario.name)
         assert not consumed.get("backwards"), f"consumer went backwards: {consumed['backwards']}"
@@ -191,7 +195,7 @@ def run(bundle: PartitionedCluster, scenario: Scenario, cut_s: float, out_dir: P
         figures.validation = "ok"
     except AssertionError as exc:
         figures.validation = str(exc).splitlines()[0]
-    if figures.validation == "ok" and not figures.fatal_errors:
+    if figures.validation == "ok" and not figures.fatal_errors and not keep_log:
         # librdkafka's debug log is kept only for an investigation.
         client.debug_log.unlink(missing_ok=True)
     else:

@@ -16,29 +16,45 @@ def record(
 
 def test_duplicates_of_the_last_five_batches_return_the_original() -> None:
     table = ProducerStateTable()
-    assert table.check(1, 0, 0) is None
+    assert table.check(1, 0, 0, 1) is None
     for i in range(7):
         record(table, 1, 0, i * 2, 2, 100 + i * 2)
-    duplicate = table.check(1, 0, 12)
+    duplicate = table.check(1, 0, 12, 13)
     assert duplicate is not None and duplicate.first_offset == 112
-    assert table.check(1, 0, 4) is not None  # fifth from the end
+    assert table.check(1, 0, 4, 5) is not None  # fifth from the end
     with pytest.raises(OutOfOrderSequenceError):
-        table.check(1, 0, 2)  # older than the five kept
-    assert table.check(1, 0, 14) is None
+        table.check(1, 0, 2, 3)  # older than the five kept
+    assert table.check(1, 0, 14, 15) is None
+
+
+def test_a_duplicate_matches_both_ends_of_a_written_batch() -> None:
+    """Kafka's findDuplicateBatch: same first and last sequence. A batch that starts where a
+    written one did but ends elsewhere is out of order, never acknowledged with the written
+    batch's offsets (its other records were never appended)."""
+    table = ProducerStateTable()
+    record(table, 1, 0, 0, 5, 100)
+    record(table, 1, 0, 5, 5, 105)
+    assert table.check(1, 0, 5, 9) is not None
+    for last in (5, 8, 10, 14):
+        with pytest.raises(OutOfOrderSequenceError):
+            table.check(1, 0, 5, last)
+    with pytest.raises(OutOfOrderSequenceError):
+        table.check(1, 0, 0, 9)
+    assert table.check(1, 0, 10, 30) is None
 
 
 def test_gaps_and_fencing() -> None:
     table = ProducerStateTable()
     with pytest.raises(OutOfOrderSequenceError):
-        table.check(1, 0, 3)
+        table.check(1, 0, 3, 3)
     record(table, 1, 3, 0, 1, 0)
     with pytest.raises(OutOfOrderSequenceError):
-        table.check(1, 3, 5)
+        table.check(1, 3, 5, 5)
     with pytest.raises(InvalidProducerEpochError):
-        table.check(1, 2, 1)
-    assert table.check(1, 4, 0) is None
+        table.check(1, 2, 1, 1)
+    assert table.check(1, 4, 0, 0) is None
     with pytest.raises(OutOfOrderSequenceError):
-        table.check(1, 4, 1)
+        table.check(1, 4, 1, 1)
 
 
 def test_truncation_forgets_batches() -> None:
@@ -46,4 +62,4 @@ def test_truncation_forgets_batches() -> None:
     record(table, 1, 0, 0, 1, 10)
     record(table, 1, 0, 1, 1, 11)
     table.truncate_to(11)
-    assert table.check(1, 0, 1) is None
+    assert table.check(1, 0, 1, 1) is None
