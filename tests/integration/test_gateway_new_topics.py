@@ -131,3 +131,32 @@ def test_a_missing_topic_is_404(cluster: Any, method: str) -> None:
         )
     assert response.status_code == 404, response.text
     assert response.json()["error_code"] == 40401
+
+
+def test_create_topics_with_timeout_zero_answers_at_once(cluster: Any) -> None:
+    """Kafka's CreateTopics with timeout 0 does not wait for the controller (and reports no
+    error); the topic is then written through REST at once all the same."""
+    from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
+
+    from tests.integration.wire import request_once
+
+    name = f"fresh-t0-{uuid.uuid4().hex[:8]}"
+    request = CreateTopicsRequest[4]
+    topic = request.CreatableTopic(
+        name=name, num_partitions=2, replication_factor=3, assignments=[], configs=[]
+    )
+    broker = cluster.broker_address(cluster.broker_ids()[-1])
+    response = request_once(
+        broker,
+        request(topics=[topic], timeout_ms=0, validate_only=False),
+        CreateTopicsResponse,
+        4,
+    )
+    assert [(t.name, t.error_code) for t in response.topics] == [(name, 0)]
+    produced = httpx.post(
+        f"{cluster.gateways[0]}/topics/{name}/partitions/1",
+        content=b'{"records":[{"value":"at once"}]}',
+        headers={"Content-Type": V2_JSON},
+        timeout=CLIENT_TIMEOUT_S,
+    )
+    assert produced.status_code == 200, produced.text

@@ -1,0 +1,81 @@
+"""``make up`` from a clean data directory, many times in a row: a new user's first command must
+never fail (issue 24: the REST step once failed on a topic created a moment before). Not run in
+CI: each run takes 30-60 s.
+
+    PYTHONPATH=$PWD nice python -m bench.make_up_loop --runs 50 --home /tmp/pafka-up-loop \\
+        -- VENV=/work/main/.venv -o /work/main/.venv/.installed
+
+(everything after ``--`` goes to make: here an existing environment, not reinstalled).
+
+Each run removes the data directory (``PAFKA_HOME``), runs ``make up`` with it, keeps the output
+as ``{home}-logs/run-NNN.log`` (the process logs of a failed run beside it), and stops the
+cluster (``make down``) whatever happened. ``make up`` takes the default ports (ZooKeeper on
+2181, brokers from 9092, ...): run it where no other local cluster is running. The last line
+printed is the count, ``PASSED n/N``; the exit status is 0 only when every run passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RUN_TIMEOUT_S = 300
+
+
+def run_once(n: int, home: Path, logs: Path, make_args: list[str]) -> bool:
+    shutil.rmtree(home, ignore_errors=True)
+    env_arg = f"PAFKA_HOME={home}"
+    log_path = logs / f"run-{n:03d}.log"
+    started = time.monotonic()
+    try:
+        with log_path.open("wb") as out:
+            try:
+                done = subprocess.run(
+                    ["make", "-C", str(REPO), env_arg, *make_args, "up"],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=RUN_TIMEOUT_S,
+                    check=False,
+                )
+                passed = done.returncode == 0
+            except subprocess.TimeoutExpired:
+                out.write(f"\nmake up did not finish within {RUN_TIMEOUT_S}s\n".encode())
+                passed = False
+        if not passed:
+            # The services' own logs say why (the gateway's answer is already in the log).
+            for service_log in home.glob("*.log"):
+                shutil.copy(service_log, logs / f"run-{n:03d}-{service_log.name}")
+    finally:
+        subprocess.run(
+            ["make", "-C", str(REPO), env_arg, *make_args, "down"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+    took_s = time.monotonic() - started
+    print(f"run {n}: {'passed' if passed else 'FAILED'} in {took_s:.0f}s ({log_path})", flush=True)
+    return passed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--home", type=Path, required=True, help="PAFKA_HOME, wiped per run")
+    parser.add_argument("make_args", nargs="*", help="after --: passed to make")
+    args = parser.parse_args(argv)
+    home: Path = args.home.resolve()
+    logs = home.with_name(home.name + "-logs")
+    logs.mkdir(parents=True, exist_ok=True)
+    passed = sum(run_once(n, home, logs, args.make_args) for n in range(1, args.runs + 1))
+    print(f"PASSED {passed}/{args.runs}", flush=True)
+    return 0 if passed == args.runs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
