@@ -10,8 +10,12 @@ CI: each run takes 30-60 s.
 Each run removes the data directory (``PAFKA_HOME``), runs ``make up`` with it, keeps the output
 as ``{home}-logs/run-NNN.log`` (the process logs of a failed run beside it), and stops the
 cluster (``make down``) whatever happened. ``make up`` takes the default ports (ZooKeeper on
-2181, brokers from 9092, ...): run it where no other local cluster is running. The last line
-printed is the count, ``PASSED n/N``; the exit status is 0 only when every run passed.
+2181, brokers from 9092, ...): run it where no other local cluster is running, or give
+``--netns NAME`` (root) to run every ``make`` in a network namespace of its own, whose loopback
+no other process on the machine listens on. A failed run whose services could not bind their
+port is reported as such (another process took it: not a failure of ``make up``'s own steps).
+The last line printed is the count, ``PASSED n/N``; the exit status is 0 only when every run
+passed.
 """
 
 from __future__ import annotations
@@ -25,9 +29,24 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 300
+PORT_TAKEN = b"address already in use"
 
 
-def run_once(n: int, home: Path, logs: Path, make_args: list[str]) -> bool:
+def make_netns(name: str) -> bool:
+    """A network namespace with only a loopback, up; whether it was made here."""
+    existing = subprocess.run(["ip", "netns", "list"], capture_output=True, check=True).stdout
+    made = name.encode() not in existing.split()
+    if made:
+        subprocess.run(["ip", "netns", "add", name], check=True)
+    subprocess.run(["ip", "netns", "exec", name, "ip", "link", "set", "lo", "up"], check=True)
+    return made
+
+
+def port_taken(logs: Path, n: int) -> bool:
+    return any(PORT_TAKEN in f.read_bytes() for f in logs.glob(f"run-{n:03d}-*.log"))
+
+
+def run_once(n: int, home: Path, logs: Path, make_args: list[str], prefix: list[str]) -> bool:
     shutil.rmtree(home, ignore_errors=True)
     env_arg = f"PAFKA_HOME={home}"
     log_path = logs / f"run-{n:03d}.log"
@@ -36,7 +55,7 @@ def run_once(n: int, home: Path, logs: Path, make_args: list[str]) -> bool:
         with log_path.open("wb") as out:
             try:
                 done = subprocess.run(
-                    ["make", "-C", str(REPO), env_arg, *make_args, "up"],
+                    [*prefix, "make", "-C", str(REPO), env_arg, *make_args, "up"],
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     timeout=RUN_TIMEOUT_S,
@@ -52,14 +71,17 @@ def run_once(n: int, home: Path, logs: Path, make_args: list[str]) -> bool:
                 shutil.copy(service_log, logs / f"run-{n:03d}-{service_log.name}")
     finally:
         subprocess.run(
-            ["make", "-C", str(REPO), env_arg, *make_args, "down"],
+            [*prefix, "make", "-C", str(REPO), env_arg, *make_args, "down"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             timeout=RUN_TIMEOUT_S,
             check=False,
         )
     took_s = time.monotonic() - started
-    print(f"run {n}: {'passed' if passed else 'FAILED'} in {took_s:.0f}s ({log_path})", flush=True)
+    outcome = "passed" if passed else "FAILED"
+    if not passed and port_taken(logs, n):
+        outcome += " (a service's port was taken by another process)"
+    print(f"run {n}: {outcome} in {took_s:.0f}s ({log_path})", flush=True)
     return passed
 
 
@@ -67,12 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--home", type=Path, required=True, help="PAFKA_HOME, wiped per run")
+    parser.add_argument("--netns", help="run make in this network namespace (made if missing)")
     parser.add_argument("make_args", nargs="*", help="after --: passed to make")
     args = parser.parse_args(argv)
     home: Path = args.home.resolve()
     logs = home.with_name(home.name + "-logs")
     logs.mkdir(parents=True, exist_ok=True)
-    passed = sum(run_once(n, home, logs, args.make_args) for n in range(1, args.runs + 1))
+    prefix = []
+    if args.netns:
+        make_netns(args.netns)
+        prefix = ["ip", "netns", "exec", args.netns]
+    passed = sum(run_once(n, home, logs, args.make_args, prefix) for n in range(1, args.runs + 1))
     print(f"PASSED {passed}/{args.runs}", flush=True)
     return 0 if passed == args.runs else 1
 
