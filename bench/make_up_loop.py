@@ -95,11 +95,17 @@ def main(argv: list[str] | None = None) -> int:
     home: Path = args.home.resolve()
     logs = home.with_name(home.name + "-logs")
     logs.mkdir(parents=True, exist_ok=True)
-    prefix = []
+    prefix: list[str] = []
+    made = False
     if args.netns:
-        make_netns(args.netns)
+        made = make_netns(args.netns)
         prefix = ["ip", "netns", "exec", args.netns]
-    passed = sum(run_once(n, home, logs, args.make_args, prefix) for n in range(1, args.runs + 1))
+    try:
+        runs = range(1, args.runs + 1)
+        passed = sum(run_once(n, home, logs, args.make_args, prefix) for n in runs)
+    finally:
+        if made and subprocess.run(["ip", "netns", "delete", args.netns]).returncode:
+            print(f"could not delete network namespace {args.netns}", file=sys.stderr)
     print(f"PASSED {passed}/{args.runs}", flush=True)
     return 0 if passed == args.runs else 1
 
