@@ -160,3 +160,22 @@ def test_create_topics_with_timeout_zero_answers_at_once(cluster: Any) -> None:
         timeout=CLIENT_TIMEOUT_S,
     )
     assert produced.status_code == 200, produced.text
+
+
+def test_a_new_topic_is_read_at_once_before_any_write(cluster: Any) -> None:
+    """Reads wait for a new topic as writes do: its offsets and an empty read, not 404."""
+    for n in range(10):
+        name = f"fresh-read-{uuid.uuid4().hex[:8]}"
+        admin.create_topic(cluster.zk, name, 2, 3, {})
+        base = cluster.gateways[n % 2]
+        offsets = httpx.get(f"{base}/topics/{name}/partitions/1/offsets", timeout=CLIENT_TIMEOUT_S)
+        assert offsets.status_code == 200, offsets.text
+        assert offsets.json() == {"beginning_offset": 0, "end_offset": 0}
+        read = httpx.get(
+            f"{base}/topics/{name}/partitions/0/records",
+            params={"offset": 0},
+            headers={"Accept": V2_JSON},
+            timeout=CLIENT_TIMEOUT_S,
+        )
+        assert read.status_code == 200, read.text
+        assert read.json()["records"] == []
