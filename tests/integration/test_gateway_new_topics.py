@@ -28,6 +28,20 @@ AT_ONCE = 8
 CLIENT_TIMEOUT_S = 60.0
 
 
+def _post(url: str, body: bytes) -> httpx.Response:
+    headers = {"Content-Type": V2_JSON}
+    return httpx.post(url, content=body, headers=headers, timeout=CLIENT_TIMEOUT_S)
+
+
+def _read(base: str, topic: str, partition: int, offset: int = 0) -> httpx.Response:
+    return httpx.get(
+        f"{base}/topics/{topic}/partitions/{partition}/records",
+        params={"offset": offset},
+        headers={"Accept": V2_JSON},
+        timeout=CLIENT_TIMEOUT_S,
+    )
+
+
 def _cluster_id(base: str) -> str:
     listed = httpx.get(f"{base}/v3/clusters", timeout=CLIENT_TIMEOUT_S)
     assert listed.status_code == 200, listed.text
@@ -63,20 +77,12 @@ def _round(i: int, cluster: Any, cid: str) -> str:
     name = f"fresh-{how}-{uuid.uuid4().hex[:8]}"
     _create(how, name, cluster.zk, cluster.bootstrap, creator, cid)
     value = {"round": i}
-    produced = httpx.post(
-        f"{writer}/topics/{name}",
-        content=json.dumps({"records": [{"value": value}]}).encode(),
-        headers={"Content-Type": V2_JSON},
-        timeout=CLIENT_TIMEOUT_S,
+    produced = _post(
+        f"{writer}/topics/{name}", json.dumps({"records": [{"value": value}]}).encode()
     )
     assert produced.status_code == 200, f"{how} round {i}: {produced.status_code} {produced.text}"
     assert produced.json()["offsets"][0]["offset"] == 0
-    read = httpx.get(
-        f"{creator}/topics/{name}/partitions/0/records",
-        params={"offset": 0},
-        headers={"Accept": V2_JSON},
-        timeout=CLIENT_TIMEOUT_S,
-    )
+    read = _read(creator, name, 0)
     assert read.status_code == 200, f"{how} round {i}: {read.status_code} {read.text}"
     assert [r["value"] for r in read.json()["records"]] == [value]
     return name
@@ -116,19 +122,9 @@ def test_a_missing_topic_is_404(cluster: Any, method: str) -> None:
     name = f"never-{uuid.uuid4().hex[:8]}"
     base = cluster.gateways[0]
     if method == "post":
-        response = httpx.post(
-            f"{base}/topics/{name}",
-            content=b'{"records":[{"value":1}]}',
-            headers={"Content-Type": V2_JSON},
-            timeout=CLIENT_TIMEOUT_S,
-        )
+        response = _post(f"{base}/topics/{name}", b'{"records":[{"value":1}]}')
     else:
-        response = httpx.get(
-            f"{base}/topics/{name}/partitions/0/records",
-            params={"offset": 0},
-            headers={"Accept": V2_JSON},
-            timeout=CLIENT_TIMEOUT_S,
-        )
+        response = _read(base, name, 0)
     assert response.status_code == 404, response.text
     assert response.json()["error_code"] == 40401
 
@@ -153,11 +149,8 @@ def test_create_topics_with_timeout_zero_answers_at_once(cluster: Any) -> None:
         4,
     )
     assert [(t.name, t.error_code) for t in response.topics] == [(name, 0)]
-    produced = httpx.post(
-        f"{cluster.gateways[0]}/topics/{name}/partitions/1",
-        content=b'{"records":[{"value":"at once"}]}',
-        headers={"Content-Type": V2_JSON},
-        timeout=CLIENT_TIMEOUT_S,
+    produced = _post(
+        f"{cluster.gateways[0]}/topics/{name}/partitions/1", b'{"records":[{"value":"at once"}]}'
     )
     assert produced.status_code == 200, produced.text
 
@@ -171,11 +164,6 @@ def test_a_new_topic_is_read_at_once_before_any_write(cluster: Any) -> None:
         offsets = httpx.get(f"{base}/topics/{name}/partitions/1/offsets", timeout=CLIENT_TIMEOUT_S)
         assert offsets.status_code == 200, offsets.text
         assert offsets.json() == {"beginning_offset": 0, "end_offset": 0}
-        read = httpx.get(
-            f"{base}/topics/{name}/partitions/0/records",
-            params={"offset": 0},
-            headers={"Accept": V2_JSON},
-            timeout=CLIENT_TIMEOUT_S,
-        )
+        read = _read(base, name, 0)
         assert read.status_code == 200, read.text
         assert read.json()["records"] == []
