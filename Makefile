@@ -69,6 +69,7 @@ deps: system-deps $(STAMP)
 
 test-deps: deps compat-system-deps $(PYKAFKA_STAMP) $(KAFKAJS_STAMP)
 
+# A failed REST step prints the gateway's answer (--fail-with-body), not only curl's exit code.
 up: deps
 	$(PAFKA) cluster up --brokers 3 --controllers 2
 	$(PAFKA) topics create demo --partitions 6 --replication-factor 3 --if-not-exists
@@ -78,9 +79,9 @@ up: deps
 	@GW=$$($(PYTHON) -c 'import json,os; print(json.load(open(os.environ["PAFKA_HOME"]+"/cluster.json"))["endpoints"]["gateways"]["1"])'); \
 	$(PAFKA) topics create rest-demo --partitions 1 --replication-factor 3 --if-not-exists >/dev/null && \
 	echo "REST produce and read through $$GW:" && \
-	curl -sf -XPOST $$GW/topics/rest-demo -H 'Content-Type: application/vnd.kafka.json.v2+json' \
+	curl -sS --fail-with-body -XPOST $$GW/topics/rest-demo -H 'Content-Type: application/vnd.kafka.json.v2+json' \
 	     -d '{"records":[{"key":"rest","value":{"hello":"pafka"}}]}' && echo && \
-	curl -sf "$$GW/topics/rest-demo/partitions/0/records?offset=0&max_records=5" \
+	curl -sS --fail-with-body "$$GW/topics/rest-demo/partitions/0/records?offset=0&max_records=5" \
 	     -H 'Accept: application/vnd.kafka.json.v2+json' && echo
 	@echo; $(PAFKA) cluster status
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -123,6 +123,19 @@ def read_topic(zk: KazooClient, name: str) -> tuple[TopicZNode, int]:
     except NoNodeError:
         raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist") from None
     return TopicZNode.decode(name, data), stat.version
+
+
+def leaders_elected(zk: KazooClient, name: str, partitions: Iterable[int]) -> bool:
+    """Whether the controller has elected a leader for each of ``partitions`` of ``name`` (its
+    state znodes say so; the brokers hear of them from the controller a moment later)."""
+    for p in partitions:
+        try:
+            data, _ = zk.get(PartitionState.path(name, p))
+        except NoNodeError:
+            return False
+        if PartitionState.decode(name, p, data).leader < 0:
+            return False
+    return True
 
 
 def delete_topic(zk: KazooClient, name: str) -> None:

@@ -2,18 +2,26 @@
 kafka-topics.sh (and of kafka-delete-records.sh: ``pafka.cli.delete_records``).
 
 With ZooKeeper (given, or the local cluster's) the admin writes go straight to ZooKeeper as in
-Kafka 2.x's tools; with --bootstrap-server they go over the Kafka protocol.
+Kafka 2.x's tools; with --bootstrap-server they go over the Kafka protocol. ``create`` through
+ZooKeeper then waits (a few seconds at most) until the controller has elected the partitions'
+leaders, and says so when it has not; through a broker, CreateTopics itself waits until that
+broker's metadata has them. Either way another broker may learn of the topic a moment later:
+Kafka clients and the gateway wait for that.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
 from typing import Any
 
 from pafka.admin import topics as admin
 from pafka.cli import delete_records
 from pafka.cli.target import Target, add_target_arguments, admin_client, resolve, zookeeper
 from pafka.errors import ConfigError, TopicAlreadyExistsError
+
+LEADER_WAIT_S = 10.0
 
 
 def _configs(pairs: list[str] | None) -> dict[str, str]:
@@ -107,7 +115,20 @@ def _create(args: argparse.Namespace) -> None:
     if _use_zookeeper(target):
         assert target.zookeeper is not None
         with zookeeper(target.zookeeper) as zk:
-            admin.create_topic(zk, args.topic, args.partitions, args.replication_factor, configs)
+            node = admin.create_topic(
+                zk, args.topic, args.partitions, args.replication_factor, configs
+            )
+            deadline = time.monotonic() + LEADER_WAIT_S
+            while not admin.leaders_elected(zk, args.topic, node.partitions):
+                if time.monotonic() > deadline:
+                    print(
+                        f"note: no leader elected yet for every partition of {args.topic!r} "
+                        f"after {LEADER_WAIT_S:g}s (is a controller running?); the topic is "
+                        "written and becomes usable once the controller elects them",
+                        file=sys.stderr,
+                    )
+                    break
+                time.sleep(0.05)
         return
     from kafka.admin import NewTopic
 

@@ -8,8 +8,10 @@ ones before it). A REST gateway serving many small concurrent requests thus writ
 few large requests.
 
 A send is answered with its offsets only when the broker acknowledged it. Errors that prove
-nothing was appended (not the leader, no leader yet, no connection could be made) are retried
-after a metadata refresh until the request timeout; anything else, including a connection lost
+nothing was appended (not the leader, no leader yet, a partition the broker does not host yet,
+no connection could be made) are retried after a metadata refresh until the request timeout,
+as Kafka's producer retries them: a topic created a moment ago reaches each broker's metadata,
+and its leader, at a slightly different moment; anything else, including a connection lost
 after sending, is reported, never retried, so a caller is never told a record was written
 twice or written when it was not.
 """
@@ -30,6 +32,7 @@ from pafka.errors import (
     NotLeaderOrFollowerError,
     PafkaError,
     RequestTimedOutError,
+    UnknownTopicOrPartitionError,
     for_code,
 )
 from pafka.protocol.messages import request_class
@@ -39,7 +42,12 @@ from pafka.records.encoding import build_batch
 log = logging.getLogger(__name__)
 
 PRODUCE_VERSION = 8
-RETRIABLE_UNAPPENDED = (NotLeaderOrFollowerError, LeaderNotAvailableError, BrokerUnreachableError)
+RETRIABLE_UNAPPENDED = (
+    NotLeaderOrFollowerError,
+    LeaderNotAvailableError,
+    UnknownTopicOrPartitionError,
+    BrokerUnreachableError,
+)
 MAX_BACKOFF_S = 1.0
 
 

@@ -24,6 +24,9 @@ class GatewaySettings:
     # How long concurrent produce requests wait to share one Produce request.
     linger_ms: float = 2.0
     request_timeout_ms: int = 30_000
+    # How long a request waits for the brokers' metadata to show a topic (or partition) that
+    # ZooKeeper already has, created a moment ago; the role of a Kafka producer's max.block.ms.
+    metadata_wait_ms: int = 10_000
     max_body_bytes: int = 16 * 1024 * 1024
     max_records_per_request: int = 10_000
     max_poll_ms: int = 30_000
@@ -61,6 +64,7 @@ class GatewaySettings:
             zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
             linger_ms=env.integer("LINGER_MS", 2),
             request_timeout_ms=env.integer("REQUEST_TIMEOUT_MS", 30_000, minimum=100),
+            metadata_wait_ms=env.integer("METADATA_WAIT_MS", cls.metadata_wait_ms, minimum=0),
             max_body_bytes=env.integer("MAX_BODY_BYTES", cls.max_body_bytes, minimum=1024),
             max_records_per_request=env.integer(
                 "MAX_RECORDS_PER_REQUEST", cls.max_records_per_request, minimum=1

@@ -2,7 +2,11 @@
 
 The broker writes the request into ZooKeeper (as Kafka 2.x brokers do through AdminZkClient)
 and the controller acts on it; the response waits, up to the request's timeout, until this
-broker's metadata shows the outcome, so a client can use a topic as soon as it is told it exists.
+broker's metadata shows the outcome (every partition with a leader), so a client can use a topic
+as soon as it is told it exists; REQUEST_TIMED_OUT says the change was written but not yet seen.
+As in Kafka, a timeout of 0 or less asks for no wait: the answer comes once ZooKeeper is
+written, and other brokers' metadata may lag this one's by a moment either way (clients retry
+UNKNOWN_TOPIC_OR_PARTITION, as Kafka's do).
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ POLL_INTERVAL_S = 0.05
 
 
 async def _wait_for(done: Callable[[], bool], timeout_ms: int) -> None:
-    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    if timeout_ms <= 0:  # Kafka's "do not wait": answered once ZooKeeper is written
+        return
+    deadline = time.monotonic() + timeout_ms / 1000
     while not done():
         if time.monotonic() >= deadline:
             raise RequestTimedOutError("the controller has not finished the change yet")

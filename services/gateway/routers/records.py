@@ -42,13 +42,8 @@ from services.gateway.produce import (
     read_body,
     write,
 )
-from services.gateway.routers.topics import (
-    UNAVAILABLE,
-    UNKNOWN,
-    V2Response,
-    partition_state,
-    topic_info,
-)
+from services.gateway.routers.topics import UNAVAILABLE, UNKNOWN, V2Response
+from services.gateway.topic_metadata import partition_state, topic_info
 
 MAX_OFFSET = 2**63 - 1
 DEFAULT_MAX_RECORDS = 500

@@ -2,7 +2,8 @@
 ``/topics/{t}/partitions/{p}``.
 
 Answers come from a fresh Metadata request (leaders move; a cached answer could name a dead
-broker), the topic's configs from DescribeConfigs, both through any live broker.
+broker; a topic created a moment ago is awaited, :mod:`services.gateway.topic_metadata`), the
+topic's configs from DescribeConfigs, both through any live broker.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from pafka.client.admin import AdminClient
-from pafka.client.cluster import PartitionLeader, TopicInfo
-from pafka.errors import RestError, UnknownTopicOrPartitionError
+from pafka.client.cluster import PartitionLeader
 from services.gateway.context import Ctx, GatewayContext
-from services.gateway.errors import UNKNOWN_PARTITION, UNKNOWN_TOPIC
 from services.gateway.formats import V2, ErrorBody
+from services.gateway.topic_metadata import partition_state, topic_info
 
 router = APIRouter(tags=["topics"])
 
@@ -53,36 +53,6 @@ UNKNOWN: dict[int | str, dict[str, Any]] = {
 UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorBody, "description": "No broker answered; retry after a while"}
 }
-
-
-# -- lookups shared with the records router ----------------------------------------------------
-
-
-async def topic_info(ctx: GatewayContext, topic: str, *, refresh: bool) -> TopicInfo:
-    try:
-        info = await ctx.cluster.topic(topic, refresh=refresh)
-    except UnknownTopicOrPartitionError:
-        raise RestError(UNKNOWN_TOPIC, f"topic {topic!r} does not exist") from None
-    if not info.partitions:  # Metadata answered with an error other than "unknown"
-        raise RestError(UNKNOWN_TOPIC, f"topic {topic!r} does not exist")
-    return info
-
-
-async def partition_state(
-    ctx: GatewayContext, topic: str, partition: int, *, refresh: bool = False
-) -> PartitionLeader:
-    """The partition's metadata; a partition the cache lacks is looked up once more (it may
-    have just been added) before it is called unknown."""
-    info = await topic_info(ctx, topic, refresh=refresh)
-    if partition not in info.partitions and not refresh:
-        info = await topic_info(ctx, topic, refresh=True)
-    found = info.partitions.get(partition)
-    if found is None:
-        raise RestError(
-            UNKNOWN_PARTITION,
-            f"topic {topic!r} has no partition {partition} (it has {len(info.partitions)})",
-        )
-    return found
 
 
 def partition_model(index: int, state: PartitionLeader) -> PartitionModel:
