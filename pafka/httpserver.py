@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Generator
 from typing import Any
 
@@ -22,7 +23,8 @@ class EmbeddedServer(uvicorn.Server):
 
 
 async def start_http(app: Any, host: str, port: int) -> tuple[EmbeddedServer, asyncio.Task[None]]:
-    """Start serving and return once the port is bound (failures surface here, not later)."""
+    """Start serving and return once the port is bound; a port that cannot be bound raises
+    OSError here."""
     server = EmbeddedServer(
         uvicorn.Config(
             app,
@@ -34,7 +36,12 @@ async def start_http(app: Any, host: str, port: int) -> tuple[EmbeddedServer, as
             lifespan="off",
         )
     )
-    task = asyncio.create_task(server.serve())
+    # Bound here, so that a taken port raises OSError in the caller (and the service exits):
+    # uvicorn answers a failed bind with SystemExit inside its task, which the service's loop
+    # may never see, leaving it running without its HTTP port.
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    sock = socket.create_server((host, port), family=family)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():
             task.result()
