@@ -11,7 +11,6 @@ import pytest
 
 from pafka.httpserver import start_http
 
-
 Send = Callable[[dict[str, object]], Awaitable[None]]
 
 
