@@ -78,7 +78,7 @@ class GroupOffsets:
             accepted: dict[TopicPartition, CommittedOffsetZNode] = {}
             for tp, entry in sorted(offsets.items()):
                 try:
-                    self._check_partition(rt, tp, entry, owner)
+                    self.check_partition(rt, tp, entry, owner)
                 except KafkaApiError as exc:
                     results[tp] = exc
                     continue
@@ -108,7 +108,7 @@ class GroupOffsets:
         member.last_heard_ms = now_ms()
         return member_id
 
-    def _check_partition(
+    def check_partition(
         self, rt: GroupRuntime | None, tp: TopicPartition, entry: OffsetToCommit, owner: str | None
     ) -> None:
         limit = self.coordinator.config.offset_metadata_max_bytes
@@ -161,7 +161,7 @@ class GroupOffsets:
         accepted: dict[TopicPartition, CommittedOffsetZNode] = {}
         for tp, entry in sorted(offsets.items()):
             try:
-                self._check_partition(None, tp, entry, None)
+                self.check_partition(None, tp, entry, None)
             except KafkaApiError as exc:
                 results[tp] = exc
                 continue
