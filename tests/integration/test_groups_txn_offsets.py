@@ -24,6 +24,7 @@ from tests.integration.txn_offsets_wire import (
     FENCED_INSTANCE_ID,
     ILLEGAL_GENERATION,
     INVALID_PRODUCER_EPOCH,
+    INVALID_PRODUCER_ID_MAPPING,
     NO_OFFSET,
     NONE,
     NOT_COORDINATOR,
@@ -219,6 +220,8 @@ def test_refusals(cluster: ClusterHandle, conn: GroupConn, topic: str) -> None:
         (topic, 0): NONE,
         ("no-such-topic-txnoff", 0): UNKNOWN_TOPIC_OR_PARTITION,
     }
+    assert txn_commit(conn, -1, {(topic, 0): 1}) == {(topic, 0): INVALID_PRODUCER_ID_MAPPING}
+    assert marker(conn, pid, committed=True, partition=50) == UNKNOWN_TOPIC_OR_PARTITION
     # Another broker is not the group's coordinator.
     other = next(b for b in cluster.broker_ids() if b != coordinator_id(cluster, conn.group))
     elsewhere = GroupConn(cluster.broker_address(other), conn.group)

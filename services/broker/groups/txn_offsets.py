@@ -20,14 +20,16 @@ from pafka.errors import (
     CoordinatorNotAvailableError,
     CorruptZNodeError,
     InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
     KafkaApiError,
     NotCoordinatorError,
     NotLeaderOrFollowerError,
     PafkaError,
     UnknownServerError,
+    UnknownTopicOrPartitionError,
 )
 from pafka.groups.consumer_protocol import TopicPartition
-from pafka.groups.offsets_partition import offsets_partition
+from pafka.groups.offsets_partition import OFFSETS_TOPIC_PARTITIONS, offsets_partition
 from pafka.groups.state import GroupState
 from pafka.groups.txn_offsets import offsets_to_commit, stale_epoch, txn_commit_error
 from pafka.zk.znodes import PendingTxnOffsetZNode
@@ -52,6 +54,9 @@ async def txn_commit(
 ) -> dict[TopicPartition, KafkaApiError | None]:
     """TxnOffsetCommit: ``member`` is (member id, group instance id, generation), v3's checks
     (empty, None and -1 below v3). Per-partition outcome; a whole-request refusal is raised."""
+    if producer_id < 0:
+        # Its pending offsets would be keyed by a producer no marker can name.
+        raise InvalidProducerIdMappingError(f"producer id {producer_id} is not a producer's")
     coordinator = offsets.coordinator
     rt = await coordinator.group(group_id, create=True)
     assert rt is not None  # created when missing
@@ -138,6 +143,8 @@ async def complete_producer_offsets(
     committed: bool,
     partition: int,
 ) -> int:
+    if not 0 <= partition < OFFSETS_TOPIC_PARTITIONS:
+        return UnknownTopicOrPartitionError.code
     zk = coordinator.zk
     try:
         coordinator.require_zookeeper(f"producer {producer_id}")
