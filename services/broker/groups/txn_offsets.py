@@ -71,19 +71,14 @@ async def txn_commit(
             raise InvalidProducerEpochError(
                 f"producer {producer_id} committed offsets of {group_id!r} with a newer epoch"
             )
-        results: dict[TopicPartition, KafkaApiError | None] = {}
+        # No ownership check: Kafka takes a transaction's offsets for any partition.
+        results, valid = offsets.screen(None, wanted, None)
         write = txn_store.TxnOffsetWrite(rt.claim)
-        for tp, entry in sorted(wanted.items()):
-            try:
-                offsets.check_partition(None, tp, entry, None)
-            except KafkaApiError as exc:
-                results[tp] = exc
-                continue
+        for tp, entry in valid.items():
             node = PendingTxnOffsetZNode(
                 entry.offset, producer_epoch, entry.leader_epoch, entry.metadata or ""
             )
             write.put_pending(producer_id, tp, node, tp in tree.offsets)
-            results[tp] = None
         if write:
             write.put_index(producer_id, offsets_partition(group_id), tree.indexed)
             await coordinator.apply(rt, write)

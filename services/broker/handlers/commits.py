@@ -9,6 +9,7 @@ pending in a transaction is then answered UNSTABLE_OFFSET_COMMIT.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pafka.cluster.names import validate_group_id
@@ -35,6 +36,9 @@ TIMESTAMPED_VERSION = 1
 TXN_MEMBER_VERSION = 3
 TXN_LOAD_ERROR_VERSION = 2
 
+# Each partition's error (None: committed), or the error of the whole request.
+Outcome = dict[TopicPartition, KafkaApiError | None] | PafkaError
+
 
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
@@ -51,7 +55,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 if ctx.api_version == TIMESTAMPED_VERSION
                 else -1,
             )
-    outcome: dict[TopicPartition, KafkaApiError | None] | PafkaError
+    outcome: Outcome
     try:
         validate_group_id(request.group_id)
         if ctx.api_version == ZOOKEEPER_VERSION:
@@ -66,6 +70,19 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             )
     except PafkaError as exc:
         outcome = exc
+    topics = _commit_topics(ctx, request, outcome, topic_cls, part_cls, error_code)
+    return cls(throttle_time_ms=0, topics=topics)
+
+
+def _commit_topics(
+    ctx: RequestContext,
+    request: Any,
+    outcome: Outcome,
+    topic_cls: Any,
+    part_cls: Any,
+    code_of: Callable[[PafkaError], int],
+) -> list[Any]:
+    """A commit response's topics: each partition's error, or the whole request's."""
     topics = []
     for t in request.topics:
         parts = []
@@ -73,10 +90,10 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             err = (
                 outcome if isinstance(outcome, PafkaError) else outcome[(t.name, p.partition_index)]
             )
-            code = ctx.error(error_code(err)) if err is not None else 0
+            code = ctx.error(code_of(err)) if err is not None else 0
             parts.append(part_cls(partition_index=p.partition_index, error_code=code))
         topics.append(topic_cls(name=t.name, partitions=parts))
-    return cls(throttle_time_ms=0, topics=topics)
+    return topics
 
 
 async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
@@ -159,7 +176,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     member: tuple[str, str | None, int] = ("", None, -1)
     if ctx.api_version >= TXN_MEMBER_VERSION:
         member = (request.member_id or "", request.group_instance_id, int(request.generation_id))
-    outcome: dict[TopicPartition, KafkaApiError | None] | PafkaError
+    outcome: Outcome
     try:
         validate_group_id(request.group_id)
         outcome = await txn_commit(
@@ -172,18 +189,14 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         )
     except PafkaError as exc:
         outcome = exc
-    topics = []
-    for t in request.topics:
-        parts = []
-        for p in t.partitions:
-            err = (
-                outcome if isinstance(outcome, PafkaError) else outcome[(t.name, p.partition_index)]
-            )
-            code = error_code(err) if err is not None else 0
-            if code == CoordinatorLoadInProgressError.code and (
-                ctx.api_version < TXN_LOAD_ERROR_VERSION
-            ):
-                code = CoordinatorNotAvailableError.code
-            parts.append(part_cls(partition_index=p.partition_index, error_code=ctx.error(code)))
-        topics.append(topic_cls(name=t.name, partitions=parts))
+
+    def txn_code(err: PafkaError) -> int:
+        code = error_code(err)
+        if code == CoordinatorLoadInProgressError.code and (
+            ctx.api_version < TXN_LOAD_ERROR_VERSION
+        ):
+            return CoordinatorNotAvailableError.code
+        return code
+
+    topics = _commit_topics(ctx, request, outcome, topic_cls, part_cls, txn_code)
     return cls(throttle_time_ms=0, topics=topics)
