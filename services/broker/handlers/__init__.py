@@ -42,6 +42,7 @@ from services.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from services.broker.handlers.records_admin import handle_delete_records
+from services.broker.handlers.txn_markers import handle_write_txn_markers
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
@@ -75,4 +76,5 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
 }
