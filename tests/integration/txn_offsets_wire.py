@@ -9,18 +9,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from kafka.protocol.consumer import OffsetFetchRequest, OffsetFetchResponse
-from kafka.protocol.producer.transaction import (
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersResponse,
-)
+from kafka.protocol.producer.transaction import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kazoo.client import KazooClient
 
 from pafka.groups.offsets_partition import OFFSETS_TOPIC, offsets_partition
 from pafka.zk.znodes import ConsumerGroupZNodes as Z
 from pafka.zk.znodes import TxnOffsetProducerZNodes as P
 from tests.integration.test_groups_bad_input import GroupConn
+from tests.integration.txn_wire import write_marker
 
 TopicPartition = tuple[str, int]
 
@@ -35,7 +31,6 @@ INVALID_PRODUCER_ID_MAPPING = 49
 FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
 NO_OFFSET = -1
-MARKERS_V = 1
 FETCH_STABLE_V = 7
 
 _producer_ids = itertools.count(1_000_000 + uuid.uuid4().int % 1_000_000 * 1000)
@@ -130,32 +125,13 @@ def marker(
     epoch: int = 0,
     partition: int | None = None,
 ) -> int:
-    """A transaction coordinator's marker for the group's ``__consumer_offsets`` partition."""
-    R = WriteTxnMarkersRequest[MARKERS_V]
+    """A transaction coordinator's marker for the group's ``__consumer_offsets`` partition,
+    sent to the group's coordinator."""
     index = offsets_partition(conn.group) if partition is None else partition
-    req = R(
-        markers=[
-            R.WritableTxnMarker(
-                producer_id=producer_id,
-                producer_epoch=epoch,
-                transaction_result=committed,
-                topics=[
-                    R.WritableTxnMarker.WritableTxnMarkerTopic(
-                        name=OFFSETS_TOPIC, partition_indexes=[index]
-                    )
-                ],
-                coordinator_epoch=0,
-            )
-        ]
+    (code,) = write_marker(
+        conn.address, OFFSETS_TOPIC, producer_id, epoch, commit=committed, partitions=(index,)
     )
-    resp = conn.call(req, WriteTxnMarkersResponse, MARKERS_V)
-    (result,) = resp.markers
-    assert result.producer_id == producer_id
-    (topic,) = result.topics
-    assert topic.name == OFFSETS_TOPIC
-    (part,) = topic.partitions
-    assert part.partition_index == index
-    return int(part.error_code)
+    return code
 
 
 def pending_in_zookeeper(zk: KazooClient, group: str, producer_id: int) -> set[TopicPartition]:

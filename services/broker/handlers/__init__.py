@@ -46,7 +46,7 @@ from services.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from services.broker.handlers.records_admin import handle_delete_records
-from services.broker.handlers.txn_offset_markers import handle_write_txn_markers
+from services.broker.handlers.txn_markers import handle_write_txn_markers
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
