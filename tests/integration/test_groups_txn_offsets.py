@@ -6,12 +6,16 @@ aborts them; a retried marker changes nothing. Failover is in ``..._failover.py`
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTP
 
 from pafka.groups.offsets_partition import offsets_partition
+from pafka.protocol.versions import SUPPORTED, ApiKey
 from pafka.zk.znodes import ConsumerGroupZNodes as Z
 from tests.integration.conftest import ClusterHandle
 from tests.integration.test_groups_bad_input import (
@@ -298,3 +302,65 @@ def test_offset_delete_and_delete_groups_drop_pending_offsets(
     assert marker(conn, pid, committed=True) == NONE
     assert not indexed(cluster.zk, pid, conn.group)
     assert cluster.zk.exists(Z.group_path(conn.group)) is None
+
+
+def _poll(consumer: Consumer, want: int, timeout_s: float) -> int:
+    seen, deadline = 0, time.monotonic() + timeout_s
+    while seen < want and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            seen += 1
+    return seen
+
+
+@pytest.mark.skipif(
+    ApiKey.END_TXN not in SUPPORTED, reason="the broker serves no transaction coordinator"
+)
+def test_librdkafka_consume_transform_produce(cluster: ClusterHandle) -> None:
+    """A read_committed consumer's positions sent to a transaction (librdkafka's
+    send_offsets_to_transaction: AddOffsetsToTxn, TxnOffsetCommit v3 with the member, the
+    markers): committed with the transaction, never when it aborts."""
+    src, dst, group = (f"txnoff-e2e-{k}-{uuid.uuid4().hex[:6]}" for k in ("in", "out", "g"))
+    cluster.create_topic(src, partitions=2, replication_factor=3)
+    cluster.create_topic(dst, partitions=1, replication_factor=3)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(10):
+        plain.produce(src, str(i).encode(), partition=i % 2)
+    assert plain.flush(30) == 0
+    config = {
+        "bootstrap.servers": cluster.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    }
+    consumer = Consumer(config)
+    consumer.subscribe([src])
+    txn = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": f"t-{group}"})
+    txn.init_transactions(30)
+    try:
+        assert _poll(consumer, 10, 60) == 10
+        both = [KafkaTP(src, 0), KafkaTP(src, 1)]
+        txn.begin_transaction()
+        txn.produce(dst, b"out")
+        positions = consumer.position(consumer.assignment())
+        txn.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+        txn.commit_transaction(30)
+        committed = consumer.committed(both, timeout=30)
+        assert sorted((t.partition, t.offset) for t in committed) == [(0, 5), (1, 5)]
+        txn.begin_transaction()
+        txn.produce(dst, b"out2")
+        rewound = [KafkaTP(src, 0, 1), KafkaTP(src, 1, 1)]
+        txn.send_offsets_to_transaction(rewound, consumer.consumer_group_metadata(), 30)
+        txn.abort_transaction(30)
+        committed = consumer.committed(both, timeout=30)
+        assert sorted((t.partition, t.offset) for t in committed) == [(0, 5), (1, 5)]
+    finally:
+        consumer.close()
+    # A new member of the group resumes after the committed transaction's positions.
+    again = Consumer(config)
+    again.subscribe([src])
+    try:
+        assert _poll(again, 1, 8) == 0
+    finally:
+        again.close()
