@@ -34,6 +34,7 @@ from tests.integration.txn_offsets_wire import (
     NOT_COORDINATOR,
     NOT_LEADER_OR_FOLLOWER,
     UNKNOWN_MEMBER_ID,
+    UNKNOWN_SERVER_ERROR,
     UNKNOWN_TOPIC_OR_PARTITION,
     UNSTABLE_OFFSET_COMMIT,
     fetch,
@@ -364,3 +365,31 @@ def test_librdkafka_consume_transform_produce(cluster: ClusterHandle) -> None:
         assert _poll(again, 1, 8) == 0
     finally:
         again.close()
+
+
+def test_a_malformed_pending_node_fails_its_group_only(
+    cluster: ClusterHandle, conn: GroupConn, topic: str
+) -> None:
+    pid = new_producer_id()
+    assert txn_commit(conn, pid, {(topic, 0): 3}) == {(topic, 0): NONE}
+    path = Z.txn_offset_path(conn.group, pid, topic, 0)
+    good, _ = cluster.zk.get(path)
+    cluster.zk.set(path, b'{"offset": "three"}')
+    try:
+        assert txn_commit(conn, pid, {(topic, 0): 4}) == {(topic, 0): UNKNOWN_SERVER_ERROR}
+        assert marker(conn, pid, committed=True) == UNKNOWN_SERVER_ERROR
+        # A fetch not asking for stable offsets does not read pending offsets.
+        assert fetch(conn, [(topic, 0)], require_stable=False) == {(topic, 0): (NO_OFFSET, NONE)}
+        # Another group is unaffected.
+        other = connect(cluster, f"txnoff-ok-{uuid.uuid4().hex[:8]}")
+        try:
+            assert txn_commit(other, pid, {(topic, 1): 1}) == {(topic, 1): NONE}
+            assert fetch(other, [(topic, 1)], require_stable=True) == {
+                (topic, 1): (NO_OFFSET, UNSTABLE_OFFSET_COMMIT)
+            }
+        finally:
+            other.close()
+    finally:
+        cluster.zk.set(path, good)
+    assert marker(conn, pid, committed=True) == NONE
+    assert fetch(conn, [(topic, 0)], require_stable=True) == {(topic, 0): (3, NONE)}

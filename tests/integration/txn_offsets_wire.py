@@ -20,6 +20,7 @@ from tests.integration.txn_wire import write_marker
 
 TopicPartition = tuple[str, int]
 
+UNKNOWN_SERVER_ERROR = -1
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6

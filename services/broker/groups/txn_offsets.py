@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pafka.errors import (
     CoordinationError,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from services.broker.broker import Broker
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 async def txn_commit(
@@ -60,13 +61,12 @@ async def txn_commit(
     coordinator = offsets.coordinator
     rt = await coordinator.group(group_id, create=True)
     assert rt is not None  # created when missing
-    zk = coordinator.zk
     async with rt.lock:
         _still_held(coordinator, rt)
         refusal = txn_commit_error(rt.meta, *member)
         if refusal is not None:
             raise refusal
-        tree = await zk.run(txn_store.read_producer, zk.kazoo, group_id, producer_id)
+        tree = await _logged(coordinator, group_id, txn_store.read_producer, producer_id)
         if stale_epoch((e.node for e in tree.offsets.values()), producer_epoch):
             raise InvalidProducerEpochError(
                 f"producer {producer_id} committed offsets of {group_id!r} with a newer epoch"
@@ -93,8 +93,7 @@ async def unstable_partitions(
     rt = await coordinator.group(group_id, create=False)
     if rt is None:
         return set()
-    zk = coordinator.zk
-    pending = await zk.run(txn_store.read_pending, zk.kazoo, group_id)
+    pending = await _logged(coordinator, group_id, txn_store.read_pending)
     held = {tp for tree in pending.values() for tp in tree.offsets}
     return held & set(partitions)
 
@@ -104,8 +103,7 @@ async def drop_pending(
 ) -> txn_store.TxnOffsetWrite:
     """A write (to extend and apply under the group's lock) deleting every producer's pending
     offsets of ``partitions``, as OffsetDelete removes them in Kafka."""
-    zk = coordinator.zk
-    pending = await zk.run(txn_store.read_pending, zk.kazoo, rt.group_id)
+    pending = await _logged(coordinator, rt.group_id, txn_store.read_pending)
     write = txn_store.TxnOffsetWrite(rt.claim)
     doomed = set(partitions)
     for producer_id, tree in sorted(pending.items()):
@@ -153,12 +151,12 @@ async def complete_producer_offsets(
             continue
         try:
             await _complete_group(coordinator, group_id, producer_id, producer_epoch, committed)
+        except CorruptZNodeError as exc:  # before CoordinationError, its base
+            log.warning("group %r cannot complete producer %d: %s", group_id, producer_id, exc)
+            errors.append(UnknownServerError(str(exc)))
         except (NotCoordinatorError, CoordinatorNotAvailableError, CoordinationError) as exc:
             log.info("marker of producer %d for group %r: %s", producer_id, group_id, exc)
             errors.append(NotLeaderOrFollowerError(str(exc)))
-        except CorruptZNodeError as exc:
-            log.warning("group %r cannot complete producer %d: %s", group_id, producer_id, exc)
-            errors.append(UnknownServerError(str(exc)))
         except KafkaApiError as exc:
             errors.append(exc)
     if not errors:
@@ -210,6 +208,22 @@ async def _complete_group(
         group_id,
         len(applied),
     )
+
+
+async def _logged(
+    coordinator: GroupCoordinator,
+    group_id: str,
+    read: Callable[..., T],
+    *args: Any,
+) -> T:
+    """A read of the group's pending offsets; a malformed node is logged once per request
+    that met it, naming the node, as for the group's other nodes."""
+    zk = coordinator.zk
+    try:
+        return await zk.run(read, zk.kazoo, group_id, *args)
+    except CorruptZNodeError as exc:
+        log.warning("group %r cannot be used: %s", group_id, exc)
+        raise
 
 
 def _still_held(coordinator: GroupCoordinator, rt: GroupRuntime) -> None:
