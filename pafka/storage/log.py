@@ -22,7 +22,7 @@ import itertools
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from pafka.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pafka.records.batch import BatchHeader, assign_offsets, iter_batches, validate
-from pafka.storage import layout, recovery, retention, txn_index
+from pafka.storage import layout, producer_snapshot, recovery, retention, txn_index
 from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import (
     PartitionOffsets,
@@ -42,6 +42,7 @@ from pafka.storage.checkpoints import (
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
 from pafka.storage.files import FileCache
+from pafka.storage.producer_snapshot import SnapshotEntry
 from pafka.storage.region import FileRegion
 from pafka.storage.segment import Segment
 
@@ -104,6 +105,9 @@ class Log:
         # it kept may go (KIP-534; known from the last clean, forgotten on restart as in Kafka).
         self.cleaner_offset = read_cleaner_offset(directory / layout.CLEANER_OFFSET_CHECKPOINT)
         self.earliest_delete_horizon_ms: int | None = None
+        # The partition's producer state, written as a snapshot at each roll and at a clean
+        # close (Kafka's takeSnapshot), so opening the log replays only what follows it.
+        self.snapshot_source: Callable[[], Iterable[SnapshotEntry]] | None = None
 
     @classmethod
     def open(
@@ -246,6 +250,11 @@ class Log:
             new.created_ms = now_ms
             self.segments.append(new)
             self._bases.append(start)
+        self._take_snapshot(start)
+
+    def _take_snapshot(self, offset: int) -> None:
+        if self.snapshot_source is not None:
+            producer_snapshot.write(self.directory, offset, self.snapshot_source())
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -285,6 +294,13 @@ class Log:
             if max_offset is not None and segment.base_offset >= max_offset:
                 break
             yield segment, max(offset, segment.base_offset)
+
+    def iter_headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of the batches ending at or after ``offset`` (reads the files)."""
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        for header in self.iter_headers(i):
+            if header.last_offset >= offset:
+                yield header
 
     def iter_headers(self, start_segment: int = 0) -> Iterator[BatchHeader]:
         """Headers of the batches from segment index ``start_segment`` on (reads the files)."""
@@ -364,6 +380,7 @@ class Log:
                 txn_index.truncate(layout.txn_index_file(self.directory, last.base_offset), offset)
         self.epochs.truncate_from_end(offset)
         self.epochs_changed()
+        producer_snapshot.delete_outside(self.directory, self.log_start_offset, self.log_end_offset)
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._dirty = True
@@ -380,6 +397,7 @@ class Log:
             self.segments = [
                 ActiveSegment(self.directory, offset, self.config.index_interval_bytes, self.files)
             ]
+            producer_snapshot.delete_outside(self.directory, offset, offset - 1)
             self._bases = [offset]
             self.log_start_offset = offset
             self._high_watermark = offset
@@ -432,6 +450,7 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         for segment in doomed:
             segment.delete()
+        producer_snapshot.delete_outside(self.directory, self.log_start_offset, self.log_end_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
         self.epochs_changed()
 
@@ -513,6 +532,7 @@ class Log:
     def close(self) -> None:
         """Flush, checkpoint and mark the shutdown clean; the log is unusable afterwards."""
         self.active.finish_time_index()
+        self._take_snapshot(self.log_end_offset)
         self._dirty = True
         self.checkpoint()
         for segment in self.segments:
