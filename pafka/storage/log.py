@@ -108,6 +108,8 @@ class Log:
         # The partition's producer state, written as a snapshot at each roll and at a clean
         # close (Kafka's takeSnapshot), so opening the log replays only what follows it.
         self.snapshot_source: Callable[[], Iterable[SnapshotEntry]] | None = None
+        # The partition's last stable offset (open transactions); the cleaner stops there.
+        self.stable_offset_source: Callable[[], int] | None = None
 
     @classmethod
     def open(
@@ -156,6 +158,13 @@ class Log:
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         self._high_watermark = max(min(offset, self.log_end_offset), self.log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The high watermark, held back to the first open transaction's start: the log
+        cleaner never cleans at or past it (Kafka's firstUnstableOffset bound)."""
+        source = self.stable_offset_source
+        return self._high_watermark if source is None else min(source(), self._high_watermark)
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochCache:
@@ -467,11 +476,20 @@ class Log:
         last = first + len(old)
         if self.segments[first:last] != old or last >= len(self.segments):
             return False
+        # The new segment takes the first old one's name: its transaction index gets the
+        # others' entries first (a crash before the swap leaves duplicates, which readers
+        # of aborted transactions tolerate, never a loss).
+        merged = layout.txn_index_file(self.directory, old[0].base_offset)
+        for segment in old[1:]:
+            for entry in txn_index.read(layout.txn_index_file(self.directory, segment.base_offset)):
+                txn_index.append(merged, entry)
         with self._lock:
             for segment in old:
                 segment.close()  # forget cached descriptors: the names change hands
             self.segments[first:last] = [swap_files()]
             self._bases[first:last] = [old[0].base_offset]
+        for segment in old[1:]:
+            layout.txn_index_file(self.directory, segment.base_offset).unlink(missing_ok=True)
         return True
 
     def _truncate_cleaner_offset(self) -> None:

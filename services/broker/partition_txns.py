@@ -31,6 +31,7 @@ class PartitionTxns:
         self.producers = producers
         self.state = TxnState()
         log_.snapshot_source = self.snapshot
+        log_.stable_offset_source = self.last_stable_offset
 
     def snapshot(self) -> list[SnapshotEntry]:
         """The producer state as Kafka's snapshot holds it: each producer's last batch, its
@@ -94,7 +95,7 @@ class PartitionTxns:
             self.replay(head, index=found is not None)
 
     def last_stable_offset(self) -> int:
-        return self.state.last_stable_offset(self.log.high_watermark)
+        return self.state.last_stable_offset(self.log.high_watermark, self.log.log_start_offset)
 
     def aborted_between(self, fetch_offset: int, upper_bound: int) -> tuple[tuple[int, int], ...]:
         """(producer id, first offset) of the aborted transactions overlapping
