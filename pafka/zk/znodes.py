@@ -33,6 +33,7 @@ ISR_CHANGE_PREFIX = "isr_change_"
 CONSUMERS = "/consumers"
 GATEWAY = "/gateway"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+TXN_OFFSET_PRODUCERS = "/txn_offset_producers"
 
 # Persistent parents created once at start-up by whichever process comes first.
 PERSISTENT_ROOTS = (
@@ -459,6 +460,23 @@ class ConsumerGroupZNodes:
     def commit_path(group: str, topic: str, partition: int) -> str:
         return f"{CONSUMERS}/{group}/offset_commits/{topic}/{partition}"
 
+    @staticmethod
+    def txn_offsets_path(group: str) -> str:
+        """Offsets committed inside transactions not completed yet, by producer id."""
+        return f"{CONSUMERS}/{group}/txn_offsets"
+
+    @staticmethod
+    def txn_producer_path(group: str, producer_id: int) -> str:
+        return f"{CONSUMERS}/{group}/txn_offsets/{producer_id}"
+
+    @staticmethod
+    def txn_topic_path(group: str, producer_id: int, topic: str) -> str:
+        return f"{CONSUMERS}/{group}/txn_offsets/{producer_id}/{topic}"
+
+    @staticmethod
+    def txn_offset_path(group: str, producer_id: int, topic: str, partition: int) -> str:
+        return f"{CONSUMERS}/{group}/txn_offsets/{producer_id}/{topic}/{partition}"
+
 
 Z = ConsumerGroupZNodes
 
@@ -746,6 +764,74 @@ class CommittedOffsetZNode:
             metadata=fields.string(p, "metadata", path, default=""),
             commit_timestamp_ms=fields.integer(p, "commit_timestamp", path, default=0),
         )
+
+
+@dataclass(frozen=True)
+class PendingTxnOffsetZNode:
+    """``/consumers/{group}/txn_offsets/{producer id}/{topic}/{p}``: an offset committed by
+    TxnOffsetCommit, invisible to OffsetFetch until the transaction's commit marker makes it
+    the group's committed offset (an abort marker deletes it). The node's mzxid is its place in
+    the group's history: a plain commit written after it wins over it (Kafka's log order)."""
+
+    offset: int
+    producer_epoch: int
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_timestamp_ms: int = field(default_factory=now_ms)
+
+    def encode(self) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "offset": self.offset,
+                "producer_epoch": self.producer_epoch,
+                "leader_epoch": self.leader_epoch,
+                "metadata": self.metadata,
+                "commit_timestamp": self.commit_timestamp_ms,
+            }
+        )
+
+    @classmethod
+    def decode(cls, path: str, data: bytes) -> PendingTxnOffsetZNode:
+        p = fields.json_object(data, path)
+        return cls(
+            offset=fields.integer(p, "offset", path),
+            producer_epoch=fields.integer(p, "producer_epoch", path, low=-1, high=2**15 - 1),
+            leader_epoch=fields.integer(
+                p, "leader_epoch", path, low=-1, high=fields.INT32_MAX, default=-1
+            ),
+            metadata=fields.string(p, "metadata", path, default=""),
+            commit_timestamp_ms=fields.integer(p, "commit_timestamp", path, default=0),
+        )
+
+    def committed(self) -> CommittedOffsetZNode:
+        return CommittedOffsetZNode(
+            self.offset, self.leader_epoch, self.metadata, self.commit_timestamp_ms
+        )
+
+
+class TxnOffsetProducerZNodes:
+    """``/txn_offset_producers/{producer id}/{group}``: the groups holding pending
+    transactional offsets of a producer, written in the same fenced transaction as those
+    offsets, so a transaction's markers find its groups without reading every group.
+    The entry names the group's ``__consumer_offsets`` partition."""
+
+    @staticmethod
+    def producer_path(producer_id: int) -> str:
+        return f"{TXN_OFFSET_PRODUCERS}/{producer_id}"
+
+    @staticmethod
+    def group_path(producer_id: int, group: str) -> str:
+        return f"{TXN_OFFSET_PRODUCERS}/{producer_id}/{group}"
+
+    @staticmethod
+    def encode(offsets_partition: int) -> bytes:
+        return _dump({"version": 1, "offsets_partition": offsets_partition})
+
+    @staticmethod
+    def decode(path: str, data: bytes) -> int:
+        p = fields.json_object(data, path)
+        return fields.integer(p, "offsets_partition", path, high=fields.INT32_MAX)
 
 
 class GatewayZNodes:

@@ -39,6 +39,7 @@ from services.broker.append_checks import checked_for_append
 from services.broker.followers import Followers
 from services.broker.leader_fencing import fenced, refuses
 from services.broker.notify import Notifier, wait_any
+from services.broker.partition_txns import PartitionTxns
 from services.broker.producer_state import BatchRecord, ProducerStateTable
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,10 @@ class ReadResult:
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int = -1
+    # read_committed only: (producer id, first offset) of the aborted transactions overlapping
+    # the records; None for read_uncommitted.
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 class Partition:
@@ -80,17 +85,16 @@ class Partition:
         # Why this leader refuses acks=all writes (``leader_fencing``); None while it takes them.
         self.fenced_why: str | None = None
         self.producers = ProducerStateTable()
+        self.txns = PartitionTxns(log_, self.producers)
         # Fetch sessions watching this partition are told its key when it changes.
         self.notifier = Notifier((topic, index))
         self._rebuild_producer_state()
 
     def _rebuild_producer_state(self) -> None:
-        """Recover idempotence state from the log's recent batches, so a producer retrying
-        across a broker restart still gets its duplicates recognised."""
-        recent = max(len(self.log.segments) - 2, 0)
-        for head in self.log.iter_headers(recent):
-            if head.producer_id != NO_PRODUCER_ID:
-                self._remember(head, head.base_offset, head.max_timestamp)
+        """Recover idempotence and transaction state (snapshot, then the log after it), so a
+        producer retrying across a broker restart still gets its duplicates recognised and
+        open transactions stay open."""
+        self.txns.reload(lambda head: self._remember(head, head.base_offset, head.max_timestamp))
 
     def _remember(self, head: BatchHeader, first_offset: int, timestamp_ms: int) -> None:
         self.producers.record(
@@ -226,10 +230,12 @@ class Partition:
                 return AppendResult(
                     duplicate.first_offset, -1, self.log.log_start_offset, duplicate.last_offset
                 )
+            self.txns.check_client_batch(head)
         self.followers.on_leader_append(self.log.log_end_offset, now_ms)
         info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         for head in idempotent:
             self._remember(head, info.first_offset, now_ms)
+            self.txns.on_data(head, info.first_offset)
         self.notifier.notify()
         self.advance_high_watermark()
         append_time = now_ms if self.config.message_timestamp_type == "LogAppendTime" else -1
@@ -266,8 +272,9 @@ class Partition:
             info = self.log.append_as_follower(bytes(records), int(time.time() * 1000))
             if info is not None:
                 for _, head in iter_batches(records):
-                    if head.producer_id != NO_PRODUCER_ID:
+                    if head.producer_id != NO_PRODUCER_ID and not head.is_control:
                         self._remember(head, head.base_offset, head.max_timestamp)
+                self.txns.apply(records)
         hw = min(leader_high_watermark, self.log.log_end_offset)
         if hw > self.log.high_watermark:
             self.log.high_watermark = hw
@@ -278,7 +285,7 @@ class Partition:
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
-        self.producers.truncate_to(offset)
+        self._rebuild_producer_state()
         self.notifier.notify()
 
     def _start_at_first_batch(self, records: bytes | memoryview) -> None:
@@ -293,6 +300,7 @@ class Partition:
         """The leader's log starts past this follower's end: continue, empty, from there."""
         self.log.truncate_fully_and_start_at(offset)
         self.producers.truncate_to(0)
+        self.txns.state.clear()
         self.notifier.notify()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
@@ -332,11 +340,16 @@ class Partition:
         *,
         up_to_high_watermark: bool,
         min_region_bytes: int | None = None,
+        read_committed: bool = False,
     ) -> ReadResult:
         """Records from ``offset``; with ``min_region_bytes``, as a file region when at least
-        that large (for a response sent to a socket)."""
+        that large (for a response sent to a socket). ``read_committed`` reads only up to the
+        last stable offset and names the aborted transactions among the records."""
         self.ensure_leader()
+        stable = self.txns.last_stable_offset()
         max_offset = self.log.high_watermark if up_to_high_watermark else None
+        if read_committed:
+            max_offset = stable
         data: bytes | memoryview | FileRegion
         if min_region_bytes is None:
             data = self.log.read(offset, max_bytes, max_offset=max_offset)
@@ -349,4 +362,8 @@ class Partition:
             high_watermark=self.log.high_watermark,
             log_start_offset=self.log.log_start_offset,
             log_end_offset=self.log.log_end_offset,
+            last_stable_offset=stable,
+            aborted_transactions=self.txns.aborted_between(offset, stable)
+            if read_committed
+            else None,
         )

@@ -2,7 +2,8 @@
 
 The decision is :func:`pafka.groups.offset_deletion.deletable_offsets`; this module feeds it
 the group as it stands (ZooKeeper-coordinated consumers count as a Stable consumer group
-subscribed to their topics) and removes the offsets in one fenced transaction.
+subscribed to their topics) and removes the offsets, and any pending in transactions, in one
+fenced transaction.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pafka.groups.offset_deletion import deletable_offsets
 from pafka.groups.state import GroupState
 from services.broker.groups import shared_registry
 from services.broker.groups.coordinator import GroupCoordinator
+from services.broker.groups.txn_offsets import drop_pending
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -40,8 +42,10 @@ async def delete_offsets(
             stored = await zk.run(shared_registry.read_offsets, zk.kazoo, group_id)
             rt.offsets, rt.commit_nodes = stored.offsets, stored.commit_nodes
         verdict = deletable_offsets(group_id, state, consumer_group, subscribed, partitions)
-        doomed = [tp for tp, error in verdict.items() if error is None and tp in rt.offsets]
-        write = rt.write()
+        cleared = [tp for tp, error in verdict.items() if error is None]
+        doomed = [tp for tp in cleared if tp in rt.offsets]
+        # Offsets pending in transactions go too, as in Kafka (GroupMetadata.removeOffsets).
+        write = await drop_pending(coordinator, rt, cleared)
         for tp in doomed:
             write.delete_offset(tp, tp in rt.commit_nodes)
         await coordinator.apply(rt, write)

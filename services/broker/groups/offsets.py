@@ -73,19 +73,13 @@ class GroupOffsets:
             owner = self._committer(rt, generation, member_id, instance_id)
             if not rt.meta.members:
                 await self._refresh(rt)
-            results: dict[TopicPartition, KafkaApiError | None] = {}
+            results, valid = self.screen(rt, offsets, owner)
             write = rt.write()
             accepted: dict[TopicPartition, CommittedOffsetZNode] = {}
-            for tp, entry in sorted(offsets.items()):
-                try:
-                    self._check_partition(rt, tp, entry, owner)
-                except KafkaApiError as exc:
-                    results[tp] = exc
-                    continue
+            for tp, entry in valid.items():
                 node = self._node(entry)
                 write.put_offset(tp, node, tp in rt.offsets, tp in rt.commit_nodes)
                 accepted[tp] = node
-                results[tp] = None
             await self.coordinator.apply(rt, write)
             rt.offsets.update(accepted)
         return results
@@ -107,6 +101,25 @@ class GroupOffsets:
             raise RebalanceInProgressError()
         member.last_heard_ms = now_ms()
         return member_id
+
+    def screen(
+        self,
+        rt: GroupRuntime | None,
+        offsets: dict[TopicPartition, OffsetToCommit],
+        owner: str | None,
+    ) -> tuple[dict[TopicPartition, KafkaApiError | None], dict[TopicPartition, OffsetToCommit]]:
+        """Every partition's outcome so far (None: accepted), and the accepted entries."""
+        results: dict[TopicPartition, KafkaApiError | None] = {}
+        valid: dict[TopicPartition, OffsetToCommit] = {}
+        for tp, entry in sorted(offsets.items()):
+            try:
+                self._check_partition(rt, tp, entry, owner)
+            except KafkaApiError as exc:
+                results[tp] = exc
+                continue
+            results[tp] = None
+            valid[tp] = entry
+        return results, valid
 
     def _check_partition(
         self, rt: GroupRuntime | None, tp: TopicPartition, entry: OffsetToCommit, owner: str | None
@@ -157,16 +170,8 @@ class GroupOffsets:
     async def commit_v0(
         self, group_id: str, offsets: dict[TopicPartition, OffsetToCommit]
     ) -> dict[TopicPartition, KafkaApiError | None]:
-        results: dict[TopicPartition, KafkaApiError | None] = {}
-        accepted: dict[TopicPartition, CommittedOffsetZNode] = {}
-        for tp, entry in sorted(offsets.items()):
-            try:
-                self._check_partition(None, tp, entry, None)
-            except KafkaApiError as exc:
-                results[tp] = exc
-                continue
-            accepted[tp] = self._node(entry)
-            results[tp] = None
+        results, valid = self.screen(None, offsets, None)
+        accepted = {tp: self._node(entry) for tp, entry in valid.items()}
         self.coordinator.require_zookeeper(group_id)
         zk = self.coordinator.zk
         await zk.run(shared_registry.write_offsets_unfenced, zk.kazoo, group_id, accepted)

@@ -13,7 +13,11 @@ from services.broker.handlers.admin import (
     handle_describe_configs,
 )
 from services.broker.handlers.cluster import handle_describe_cluster
-from services.broker.handlers.commits import handle_offset_commit, handle_offset_fetch
+from services.broker.handlers.commits import (
+    handle_offset_commit,
+    handle_offset_fetch,
+    handle_txn_offset_commit,
+)
 from services.broker.handlers.configs import (
     handle_alter_configs,
     handle_incremental_alter_configs,
@@ -42,6 +46,7 @@ from services.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from services.broker.handlers.records_admin import handle_delete_records
+from services.broker.handlers.txn_markers import handle_write_txn_markers
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
@@ -75,4 +80,6 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+    ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
 }

@@ -1,18 +1,29 @@
-"""OffsetCommit and OffsetFetch: the group's committed positions, through its coordinator.
+"""OffsetCommit, TxnOffsetCommit and OffsetFetch: the group's committed positions, through
+its coordinator.
 
-Version 0 of both is Kafka 0.8.1's ZooKeeper-stored offset, served by any broker without a
-coordinator, as Kafka 2.x serves it; version 1 of OffsetCommit carries a commit time.
+Version 0 of OffsetCommit and OffsetFetch is Kafka 0.8.1's ZooKeeper-stored offset, served by
+any broker without a coordinator, as Kafka 2.x serves it; version 1 of OffsetCommit carries a
+commit time. OffsetFetch v7 may ask for stable offsets only (KIP-447): a partition with offsets
+pending in a transaction is then answered UNSTABLE_OFFSET_COMMIT.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pafka.cluster.names import validate_group_id
-from pafka.errors import KafkaApiError, PafkaError
+from pafka.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    KafkaApiError,
+    PafkaError,
+    UnstableOffsetCommitError,
+)
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.protocol.messages import response_class
 from services.broker.groups.offsets import OffsetToCommit
+from services.broker.groups.txn_offsets import txn_commit, unstable_partitions
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.groups import error_code
 
@@ -20,6 +31,13 @@ NO_OFFSET = -1
 NO_EPOCH = -1
 ZOOKEEPER_VERSION = 0
 TIMESTAMPED_VERSION = 1
+# TxnOffsetCommit: v3 carries the member (KIP-447); below v2, clients from before KAFKA-7296
+# mistake COORDINATOR_LOAD_IN_PROGRESS for fatal, so Kafka answers COORDINATOR_NOT_AVAILABLE.
+TXN_MEMBER_VERSION = 3
+TXN_LOAD_ERROR_VERSION = 2
+
+# Each partition's error (None: committed), or the error of the whole request.
+Outcome = dict[TopicPartition, KafkaApiError | None] | PafkaError
 
 
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
@@ -37,7 +55,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 if ctx.api_version == TIMESTAMPED_VERSION
                 else -1,
             )
-    outcome: dict[TopicPartition, KafkaApiError | None] | PafkaError
+    outcome: Outcome
     try:
         validate_group_id(request.group_id)
         if ctx.api_version == ZOOKEEPER_VERSION:
@@ -52,6 +70,19 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             )
     except PafkaError as exc:
         outcome = exc
+    topics = _commit_topics(ctx, request, outcome, topic_cls, part_cls, error_code)
+    return cls(throttle_time_ms=0, topics=topics)
+
+
+def _commit_topics(
+    ctx: RequestContext,
+    request: Any,
+    outcome: Outcome,
+    topic_cls: Any,
+    part_cls: Any,
+    code_of: Callable[[PafkaError], int],
+) -> list[Any]:
+    """A commit response's topics: each partition's error, or the whole request's."""
     topics = []
     for t in request.topics:
         parts = []
@@ -59,10 +90,10 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             err = (
                 outcome if isinstance(outcome, PafkaError) else outcome[(t.name, p.partition_index)]
             )
-            code = ctx.error(error_code(err)) if err is not None else 0
+            code = ctx.error(code_of(err)) if err is not None else 0
             parts.append(part_cls(partition_index=p.partition_index, error_code=code))
         topics.append(topic_cls(name=t.name, partitions=parts))
-    return cls(throttle_time_ms=0, topics=topics)
+    return topics
 
 
 async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
@@ -78,6 +109,9 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             found = await ctx.broker.group_offsets.fetch_v0(request.group_id, requested or [])
         else:
             found = await ctx.broker.group_offsets.fetch(request.group_id, requested)
+        unstable: set[TopicPartition] = set()
+        if getattr(request, "require_stable", False):
+            unstable = await unstable_partitions(ctx.broker.groups, request.group_id, found)
     except PafkaError as exc:
         code = ctx.error(error_code(exc))
         # Before v2 there is no top-level error: report it on every partition.
@@ -101,6 +135,18 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         return cls(throttle_time_ms=0, topics=topics, error_code=code)
     by_topic: dict[str, list[Any]] = {}
     for (topic, partition), node in found.items():
+        if (topic, partition) in unstable:
+            code = ctx.error(UnstableOffsetCommitError.code)
+            by_topic.setdefault(topic, []).append(
+                part_cls(
+                    partition_index=partition,
+                    committed_offset=NO_OFFSET,
+                    committed_leader_epoch=NO_EPOCH,
+                    metadata="",
+                    error_code=code,
+                )
+            )
+            continue
         by_topic.setdefault(topic, []).append(
             part_cls(
                 partition_index=partition,
@@ -112,3 +158,45 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         )
     topics = [topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()]
     return cls(throttle_time_ms=0, topics=topics, error_code=0)
+
+
+async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(ctx.api_key, ctx.api_version)
+    topic_cls = cls.TxnOffsetCommitResponseTopic
+    part_cls = topic_cls.TxnOffsetCommitResponsePartition
+    wanted = {
+        (t.name, p.partition_index): OffsetToCommit(
+            offset=int(p.committed_offset),
+            leader_epoch=int(getattr(p, "committed_leader_epoch", NO_EPOCH)),
+            metadata=p.committed_metadata,
+        )
+        for t in request.topics
+        for p in t.partitions
+    }
+    member: tuple[str, str | None, int] = ("", None, -1)
+    if ctx.api_version >= TXN_MEMBER_VERSION:
+        member = (request.member_id or "", request.group_instance_id, int(request.generation_id))
+    outcome: Outcome
+    try:
+        validate_group_id(request.group_id)
+        outcome = await txn_commit(
+            ctx.broker.group_offsets,
+            request.group_id,
+            int(request.producer_id),
+            int(request.producer_epoch),
+            member,
+            wanted,
+        )
+    except PafkaError as exc:
+        outcome = exc
+
+    def txn_code(err: PafkaError) -> int:
+        code = error_code(err)
+        if code == CoordinatorLoadInProgressError.code and (
+            ctx.api_version < TXN_LOAD_ERROR_VERSION
+        ):
+            return CoordinatorNotAvailableError.code
+        return code
+
+    topics = _commit_topics(ctx, request, outcome, topic_cls, part_cls, txn_code)
+    return cls(throttle_time_ms=0, topics=topics)
