@@ -194,7 +194,8 @@ def test_random_requests_keep_the_table(steps: list[tuple[str, object]]) -> None
                     pid, next_pid = next_pid, next_pid + 1
                 out = d.init_producer_id(meta, 1000, use, now, pid).metadata
             elif op == "add":
-                out = d.add_partitions(meta, meta.producer_id, meta.producer_epoch, [("t", arg)], now)  # type: ignore[list-item]
+                tp = ("t", int(str(arg)))
+                out = d.add_partitions(meta, meta.producer_id, meta.producer_epoch, [tp], now)
             elif op == "offsets":
                 out = d.add_offsets(meta, meta.producer_id, meta.producer_epoch, str(arg), now)
             elif op == "end":
