@@ -82,6 +82,9 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 0),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
 }
 
 

@@ -42,6 +42,11 @@ from services.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from services.broker.handlers.records_admin import handle_delete_records
+from services.broker.handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_end_txn,
+)
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
@@ -75,4 +80,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: handle_list_partition_reassignments,
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
 }
