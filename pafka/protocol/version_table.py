@@ -14,8 +14,9 @@ END_MARKER = "<!-- end api-versions -->"
 DASH = "\N{EN DASH}"  # between a range's ends, as the rest of the README writes ranges
 
 # Every API a Kafka 2.8 broker (ZooKeeper mode) served to clients, by key: (name, lowest,
-# highest version), from its message specs. Inter-broker APIs (LeaderAndIsr, StopReplica,
-# UpdateMetadata, ControlledShutdown, WriteTxnMarkers, AlterIsr) are left out.
+# highest version), from its message specs. Inter-broker APIs pafka does not serve over the
+# Kafka protocol (LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown, AlterIsr) are
+# left out; WriteTxnMarkers, which transaction coordinators send to partition leaders, is in.
 KAFKA_2_8: dict[int, tuple[str, int, int]] = {
     0: ("Produce", 0, 9),
     1: ("Fetch", 0, 12),
@@ -40,6 +41,7 @@ KAFKA_2_8: dict[int, tuple[str, int, int]] = {
     24: ("AddPartitionsToTxn", 0, 3),
     25: ("AddOffsetsToTxn", 0, 3),
     26: ("EndTxn", 0, 3),
+    27: ("WriteTxnMarkers", 0, 1),
     28: ("TxnOffsetCommit", 0, 3),
     29: ("DescribeAcls", 0, 2),
     30: ("CreateAcls", 0, 2),

@@ -7,6 +7,9 @@
         00000000000000000000.log           record batches; the name is the base offset
         00000000000000000000.index         offset index of that segment
         00000000000000000000.timeindex     time index of that segment
+        00000000000000000000.txnindex      aborted transactions whose marker the segment holds
+        00000000000000000042.snapshot      producer state as of offset 42 (idempotence, open
+                                           transactions)
         leader-epoch-checkpoint            epoch → start offset (Kafka's text format)
         partition-offsets-checkpoint       log start offset, recovery point, high watermark
         cleaner-offset-checkpoint          compacted logs: where the dirty section starts
@@ -27,6 +30,8 @@ from pathlib import Path
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -41,7 +46,10 @@ SEGMENT_NAME_DIGITS = 20
 _PARTITION_DIR = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>\d+)$")
 _SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
 _SWAP_FILE = re.compile(r"^(?P<base>\d{20})\.swap$")
-_SEGMENT_ANY = re.compile(r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex)(?P<extra>\..*)?$")
+_SEGMENT_ANY = re.compile(
+    r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex|txnindex)(?P<extra>\..*)?$"
+)
+_SNAPSHOT_FILE = re.compile(r"^(?P<offset>\d{20})\.snapshot$")
 
 
 def partition_dir(data_dir: Path, topic: str, partition: int) -> Path:
@@ -143,4 +151,22 @@ def segment_base_offsets(directory: Path) -> list[int]:
         match = _SEGMENT_FILE.match(path.name)
         if match is not None:
             found.append(int(match.group("base")))
+    return sorted(found)
+
+
+def txn_index_file(directory: Path, base_offset: int) -> Path:
+    return directory / (segment_name(base_offset) + TXN_INDEX_SUFFIX)
+
+
+def snapshot_file(directory: Path, offset: int) -> Path:
+    return directory / (segment_name(offset) + SNAPSHOT_SUFFIX)
+
+
+def snapshot_offsets(directory: Path) -> list[int]:
+    """Offsets of the producer-state snapshots in ``directory``, oldest first."""
+    found = []
+    for path in directory.iterdir():
+        match = _SNAPSHOT_FILE.match(path.name)
+        if match is not None:
+            found.append(int(match.group("offset")))
     return sorted(found)

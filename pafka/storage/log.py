@@ -30,7 +30,7 @@ from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from pafka.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pafka.records.batch import BatchHeader, assign_offsets, iter_batches, validate
-from pafka.storage import layout, recovery, retention
+from pafka.storage import layout, recovery, retention, txn_index
 from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import (
     PartitionOffsets,
@@ -164,9 +164,12 @@ class Log:
     # -- appending -------------------------------------------------------------------------------
 
     @storage_errors
-    def append(self, records: bytes | memoryview, *, leader_epoch: int, now_ms: int) -> AppendInfo:
-        """Validate producer batches, assign offsets from the log end and write them."""
-        headers = validate(records, self.config.max_message_bytes)
+    def append(
+        self, records: bytes | memoryview, *, leader_epoch: int, now_ms: int, control: bool = False
+    ) -> AppendInfo:
+        """Validate producer batches (or, with ``control``, the leader's own transaction
+        markers), assign offsets from the log end and write them."""
+        headers = validate(records, self.config.max_message_bytes, from_client=not control)
         first = self.log_end_offset
         count = sum(h.last_offset_delta + 1 for h in headers)
         data = assign_offsets(records, first, leader_epoch=leader_epoch)
@@ -289,6 +292,26 @@ class Log:
             for _, header in segment.iter_headers():
                 yield header
 
+    # -- transactions ----------------------------------------------------------------------------
+
+    def txn_index_paths(self, offset: int) -> list[Path]:
+        """The transaction indexes of the segment holding ``offset`` and those after it."""
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        return [layout.txn_index_file(self.directory, b) for b in self._bases[i:]]
+
+    @storage_errors
+    def index_aborted_txn(self, entry: txn_index.AbortedTxn) -> None:
+        """Record an aborted transaction in the index of the segment holding its marker."""
+        i = max(bisect.bisect_right(self._bases, entry.last_offset) - 1, 0)
+        txn_index.append(layout.txn_index_file(self.directory, self._bases[i]), entry)
+
+    @storage_errors
+    def truncate_txn_indexes(self, offset: int) -> None:
+        """Forget the aborted transactions whose marker is at or above ``offset`` (their
+        state is being rebuilt from the log from there)."""
+        for base in self._bases[max(bisect.bisect_right(self._bases, offset) - 1, 0) :]:
+            txn_index.truncate(layout.txn_index_file(self.directory, base), offset)
+
     @storage_errors
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """(timestamp, offset) of the first record whose timestamp >= ``timestamp_ms``."""
@@ -338,6 +361,7 @@ class Log:
                 self._bases[-1] = offset
             else:
                 last.truncate_to(offset)
+                txn_index.truncate(layout.txn_index_file(self.directory, last.base_offset), offset)
         self.epochs.truncate_from_end(offset)
         self.epochs_changed()
         self._high_watermark = min(self._high_watermark, self.log_end_offset)

@@ -104,6 +104,7 @@ class Segment:
         self.close()
         for path in layout.segment_files(self.directory, self.base_offset):
             path.unlink(missing_ok=True)
+        layout.txn_index_file(self.directory, self.base_offset).unlink(missing_ok=True)
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from services.broker.append_checks import checked_for_append
 from services.broker.followers import Followers
 from services.broker.leader_fencing import fenced, refuses
 from services.broker.notify import Notifier, wait_any
+from services.broker.partition_txns import PartitionTxns
 from services.broker.producer_state import BatchRecord, ProducerStateTable
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class Partition:
         # Why this leader refuses acks=all writes (``leader_fencing``); None while it takes them.
         self.fenced_why: str | None = None
         self.producers = ProducerStateTable()
+        self.txns = PartitionTxns(log_, self.producers)
         # Fetch sessions watching this partition are told its key when it changes.
         self.notifier = Notifier((topic, index))
         self._rebuild_producer_state()
@@ -89,8 +91,9 @@ class Partition:
         across a broker restart still gets its duplicates recognised."""
         recent = max(len(self.log.segments) - 2, 0)
         for head in self.log.iter_headers(recent):
-            if head.producer_id != NO_PRODUCER_ID:
+            if head.producer_id != NO_PRODUCER_ID and not head.is_control:
                 self._remember(head, head.base_offset, head.max_timestamp)
+            self.txns.replay(head)
 
     def _remember(self, head: BatchHeader, first_offset: int, timestamp_ms: int) -> None:
         self.producers.record(
@@ -223,10 +226,12 @@ class Partition:
                 return AppendResult(
                     duplicate.first_offset, -1, self.log.log_start_offset, duplicate.last_offset
                 )
+            self.txns.check_client_batch(head)
         self.followers.on_leader_append(self.log.log_end_offset, now_ms)
         info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         for head in idempotent:
             self._remember(head, info.first_offset, now_ms)
+            self.txns.on_data(head, info.first_offset)
         self.notifier.notify()
         self.advance_high_watermark()
         append_time = now_ms if self.config.message_timestamp_type == "LogAppendTime" else -1
@@ -263,8 +268,9 @@ class Partition:
             info = self.log.append_as_follower(bytes(records), int(time.time() * 1000))
             if info is not None:
                 for _, head in iter_batches(records):
-                    if head.producer_id != NO_PRODUCER_ID:
+                    if head.producer_id != NO_PRODUCER_ID and not head.is_control:
                         self._remember(head, head.base_offset, head.max_timestamp)
+                self.txns.apply(records)
         hw = min(leader_high_watermark, self.log.log_end_offset)
         if hw > self.log.high_watermark:
             self.log.high_watermark = hw
@@ -276,6 +282,9 @@ class Partition:
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
         self.producers.truncate_to(offset)
+        self.txns.state.clear()
+        for head in self.log.iter_headers(max(len(self.log.segments) - 2, 0)):
+            self.txns.replay(head)
         self.notifier.notify()
 
     def _start_at_first_batch(self, records: bytes | memoryview) -> None:
@@ -290,6 +299,7 @@ class Partition:
         """The leader's log starts past this follower's end: continue, empty, from there."""
         self.log.truncate_fully_and_start_at(offset)
         self.producers.truncate_to(0)
+        self.txns.state.clear()
         self.notifier.notify()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:

@@ -72,6 +72,11 @@ class ProducerStateTable:
             if batch.first_seq == first_seq:
                 return batch
         last = entry.last_seq
+        if last is None and first_seq != 0:
+            # Known only from a transaction marker that bumped its epoch: it starts afresh.
+            raise OutOfOrderSequenceError(
+                f"producer {producer_id} sent sequence {first_seq} as its first, not 0"
+            )
         if last is not None and first_seq != next_sequence(last):
             raise OutOfOrderSequenceError(
                 f"producer {producer_id} sent sequence {first_seq}, expected {next_sequence(last)}"
@@ -86,6 +91,23 @@ class ProducerStateTable:
             entry = ProducerEntry(epoch=epoch)
             self.producers[producer_id] = entry
         entry.batches.append(batch)
+
+    def epoch_of(self, producer_id: int) -> int | None:
+        entry = self.producers.get(producer_id)
+        return None if entry is None else entry.epoch
+
+    def bump_epoch(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker's epoch (the coordinator bumps it when it aborts a timed-out
+        transaction): a newer epoch forgets the older one's batches, as Kafka's
+        ``maybeUpdateProducerEpoch`` does."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            if len(self.producers) >= self.max_producers:
+                self._evict_oldest()
+            self.producers[producer_id] = ProducerEntry(epoch=epoch)
+        elif epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
 
     def _evict_oldest(self) -> None:
         oldest = min(

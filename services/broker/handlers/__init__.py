@@ -47,6 +47,7 @@ from services.broker.handlers.transactions import (
     handle_add_partitions_to_txn,
     handle_end_txn,
 )
+from services.broker.handlers.txn_markers import handle_write_txn_markers
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
@@ -83,4 +84,5 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
     ApiKey.END_TXN: handle_end_txn,
+    ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
 }
