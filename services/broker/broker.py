@@ -52,6 +52,7 @@ from services.broker.producer_ids import ProducerIdAllocator
 from services.broker.replica_manager import ReplicaManager
 from services.broker.server import KafkaServer
 from services.broker.settings import BrokerSettings
+from services.broker.transactions import metrics as transaction_metrics
 from services.broker.transactions.coordinator import TransactionCoordinator
 from services.broker.transactions.markers import MarkerSender
 
@@ -126,6 +127,7 @@ class Broker:
                 settings.transactions.marker_retry_backoff_ms,
             ),
         )
+        transaction_metrics.register(self.metrics.registry, self.transactions)
         self.fetch_sessions = FetchSessionCache(
             settings.max_incremental_fetch_session_cache_slots,
             on_evict=self.metrics.fetch_session_evictions.inc,

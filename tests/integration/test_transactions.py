@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -46,6 +47,9 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 BROKER_ENV = {
     "PAFKA_BROKER_GROUP_INITIAL_REBALANCE_DELAY_MS": "300",
     "PAFKA_BROKER_TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS": "300",
+    # Long enough for every other test's id to stay in use; short enough to watch one expire.
+    "PAFKA_BROKER_TRANSACTIONAL_ID_EXPIRATION_MS": "8000",
+    "PAFKA_BROKER_TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS": "500",
 }
 
 
@@ -195,6 +199,32 @@ def test_librdkafka_commits_and_aborts(txn_cluster: ClusterHandle) -> None:
     _wait_state(txn_cluster, tid, {TxnState.COMPLETE_ABORT}, 15)
     # Three records and a COMMIT marker, one record and an ABORT marker.
     assert _log_end(txn_cluster, topic) == 6
+    url = txn_cluster.local.broker(_holder(txn_cluster, tid)).http_url + "/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        scraped = response.read().decode()
+    line = next(
+        x
+        for x in scraped.splitlines()
+        if x.startswith('pafka_transaction_coordinator_transactional_ids{state="CompleteAbort"}')
+    )
+    assert float(line.split()[-1]) >= 1
+    producer.flush(5)
+
+
+def test_an_unused_transactional_id_expires(txn_cluster: ClusterHandle) -> None:
+    tid = _name("tid")
+    coordinator = _coordinator(txn_cluster, tid)
+    first = _init(txn_cluster, coordinator, tid)
+    assert first.error_code == 0
+    path = TransactionZNodes.state_path(tid)
+    deadline = time.monotonic() + 30
+    while txn_cluster.zk.exists(path) is not None:
+        assert time.monotonic() < deadline, f"{tid} never expired"
+        time.sleep(0.2)
+    # Forgotten: the id starts again under a new producer id.
+    again = _init(txn_cluster, _coordinator(txn_cluster, tid), tid)
+    assert again.error_code == 0 and again.producer_id != first.producer_id
+    assert again.producer_epoch == 0
 
 
 def test_kafka_python_commits(txn_cluster: ClusterHandle) -> None:
