@@ -39,6 +39,7 @@ Response (header: correlation_id int32 [v12: tagged fields], flexible from v12, 
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from pafka.errors import ProtocolError
@@ -62,6 +63,11 @@ FLEXIBLE_FROM_VERSION = 12
 # Record sets from this size on are written from their own buffer rather than copied into the
 # frame; smaller ones cost less copied than as one more piece of the write.
 SEPARATE_RECORDS_BYTES = 16 * 1024
+ABORTED_TXN = struct.Struct(
+    ">"
+    "q"  # producer_id
+    "q"  # first_offset
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +187,9 @@ class PartitionData:
     # is written by the transport with sendfile where it can.
     records: Buffer | FileRegion = b""
     preferred_read_replica: int = -1
+    # (producer_id, first_offset) of the aborted transactions a read_committed consumer must
+    # drop from these records; None (null on the wire) for read_uncommitted, as Kafka sends.
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +202,8 @@ class FetchableTopicResponse:
 class FetchResponseBody:
     """A Fetch response that encodes itself; attribute names are the generic codec's.
 
-    No aborted transactions are ever reported (the broker has no transactions): the field is
-    written as null, as the generic codec writes ``aborted_transactions=None``.
+    Aborted transactions are written only for read_committed fetches; otherwise the field is
+    null, as the generic codec writes ``aborted_transactions=None``.
     """
 
     responses: list[FetchableTopicResponse] = field(default_factory=list)
@@ -235,7 +244,7 @@ class FetchResponseBody:
                 if version >= 5:
                     out += INT64.pack(p.log_start_offset)
                 if version >= 4:
-                    write_array_length(out, None, flexible)  # aborted_transactions
+                    _write_aborted(out, p.aborted_transactions, flexible)
                 if version >= 11:
                     out += INT32.pack(p.preferred_read_replica)
                 records = p.records
@@ -254,3 +263,17 @@ class FetchResponseBody:
         parts.append(out)
         INT32.pack_into(first, 0, sum(len(part) for part in parts) - INT32.size)
         return parts
+
+
+def _write_aborted(
+    out: bytearray, aborted: tuple[tuple[int, int], ...] | None, flexible: bool
+) -> None:
+    """aborted_transactions: a nullable array of (producer_id int64, first_offset int64)."""
+    if aborted is None:
+        write_array_length(out, None, flexible)
+        return
+    write_array_length(out, len(aborted), flexible)
+    for producer_id, first_offset in aborted:
+        out += ABORTED_TXN.pack(producer_id, first_offset)
+        if flexible:
+            out += NO_TAGGED_FIELDS

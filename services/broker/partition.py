@@ -61,6 +61,10 @@ class ReadResult:
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int = -1
+    # read_committed only: (producer id, first offset) of the aborted transactions overlapping
+    # the records; None for read_uncommitted.
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
 
 class Partition:
@@ -339,11 +343,16 @@ class Partition:
         *,
         up_to_high_watermark: bool,
         min_region_bytes: int | None = None,
+        read_committed: bool = False,
     ) -> ReadResult:
         """Records from ``offset``; with ``min_region_bytes``, as a file region when at least
-        that large (for a response sent to a socket)."""
+        that large (for a response sent to a socket). ``read_committed`` reads only up to the
+        last stable offset and names the aborted transactions among the records."""
         self.ensure_leader()
+        stable = self.txns.last_stable_offset()
         max_offset = self.log.high_watermark if up_to_high_watermark else None
+        if read_committed:
+            max_offset = stable
         data: bytes | memoryview | FileRegion
         if min_region_bytes is None:
             data = self.log.read(offset, max_bytes, max_offset=max_offset)
@@ -356,4 +365,8 @@ class Partition:
             high_watermark=self.log.high_watermark,
             log_start_offset=self.log.log_start_offset,
             log_end_offset=self.log.log_end_offset,
+            last_stable_offset=stable,
+            aborted_transactions=self.txns.aborted_between(offset, stable)
+            if read_committed
+            else None,
         )

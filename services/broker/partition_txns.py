@@ -12,7 +12,7 @@ from pafka.errors import InvalidProducerEpochError
 from pafka.records.batch import NO_PRODUCER_ID, BatchHeader, Buffer, iter_batches
 from pafka.records.control import TxnMarker, parse_marker
 from pafka.storage.log import Log
-from pafka.storage.txn_index import AbortedTxn
+from pafka.storage.txn_index import AbortedTxn, collect_aborted
 from services.broker.producer_state import ProducerStateTable
 from services.broker.txn_state import TxnState
 
@@ -25,6 +25,14 @@ class PartitionTxns:
 
     def last_stable_offset(self) -> int:
         return self.state.last_stable_offset(self.log.high_watermark)
+
+    def aborted_between(self, fetch_offset: int, upper_bound: int) -> tuple[tuple[int, int], ...]:
+        """(producer id, first offset) of the aborted transactions overlapping
+        ``[fetch_offset, upper_bound)``, from the segments' transaction indexes."""
+        if fetch_offset >= upper_bound:
+            return ()
+        found = collect_aborted(self.log.txn_index_paths(fetch_offset), fetch_offset, upper_bound)
+        return tuple((t.producer_id, t.first_offset) for t in found)
 
     def check_client_batch(self, head: BatchHeader) -> None:
         """Before a leader appends a producer's batch."""

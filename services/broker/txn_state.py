@@ -9,8 +9,10 @@ Kafka's ``ProducerStateManager`` rules, as the partition side needs them:
   no transaction open completes nothing (nothing to index, no effect on the stable offset);
 * a marker whose coordinator epoch is older than the last one seen for the producer is
   TRANSACTION_COORDINATOR_FENCED, unless replicated (a follower takes what its leader wrote);
-* the **first unstable offset** is the smallest first offset of the open transactions, and the
-  last stable offset is ``min(high watermark, first unstable offset)``;
+* the **first unstable offset** is the smallest first offset of the open transactions and of
+  those whose marker is not yet below the high watermark (Kafka's ``unreplicatedTxns``: a
+  transaction is stable once its marker is replicated), and the last stable offset is
+  ``min(high watermark, first unstable offset)``;
 * an aborted transaction's index entry carries the stable offset just after it completed:
   the first offset of the oldest *other* open transaction, else the marker's offset + 1.
 
@@ -41,6 +43,9 @@ class TxnState:
     ongoing: dict[int, int] = field(default_factory=dict)
     # producer id -> the coordinator epoch of the last marker written for it.
     coordinator_epochs: dict[int, int] = field(default_factory=dict)
+    # (first offset, marker offset) of completed transactions whose marker may still be at or
+    # above the high watermark, oldest first.
+    unreplicated: list[tuple[int, int]] = field(default_factory=list)
 
     def check_data(self, producer_id: int, is_transactional: bool) -> None:
         """Refuse a client's batch that does not belong to its producer's open transaction."""
@@ -70,13 +75,20 @@ class TxnState:
         first = self.ongoing.pop(producer_id, None)
         if first is None:
             return None
+        self.unreplicated.append((first, offset))
         return CompletedTxn(producer_id, first, offset, is_abort)
 
-    def first_unstable_offset(self) -> int | None:
-        return min(self.ongoing.values(), default=None)
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """Forgets the completed transactions the high watermark has passed."""
+        if self.unreplicated:
+            self.unreplicated = [(f, m) for f, m in self.unreplicated if m >= high_watermark]
+        elif not self.ongoing:
+            return None
+        firsts = [*self.ongoing.values(), *(f for f, _ in self.unreplicated)]
+        return min(firsts, default=None)
 
     def last_stable_offset(self, high_watermark: int) -> int:
-        first = self.first_unstable_offset()
+        first = self.first_unstable_offset(high_watermark)
         return high_watermark if first is None else min(first, high_watermark)
 
     def stable_offset_after(self, completed: CompletedTxn) -> int:
@@ -87,3 +99,4 @@ class TxnState:
     def clear(self) -> None:
         self.ongoing.clear()
         self.coordinator_epochs.clear()
+        self.unreplicated.clear()

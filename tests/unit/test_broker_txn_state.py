@@ -16,13 +16,23 @@ def test_a_transaction_opens_at_its_first_batch_and_holds_back_the_stable_offset
     state.on_data(1, 10, is_transactional=True)
     state.on_data(1, 12, is_transactional=True)
     state.on_data(2, 14, is_transactional=False)
-    assert state.first_unstable_offset() == 10
+    assert state.first_unstable_offset(20) == 10
     assert state.last_stable_offset(20) == 10
     assert state.last_stable_offset(5) == 5
     assert state.on_marker(1, 16, is_abort=True, coordinator_epoch=0) == CompletedTxn(
         1, 10, 16, True
     )
     assert state.last_stable_offset(20) == 20
+
+
+def test_a_transaction_is_unstable_until_its_marker_is_replicated() -> None:
+    state = TxnState()
+    state.on_data(1, 4, is_transactional=True)
+    state.on_marker(1, 9, is_abort=False, coordinator_epoch=0)
+    assert state.last_stable_offset(8) == 4
+    assert state.last_stable_offset(9) == 4
+    assert state.last_stable_offset(10) == 10
+    assert state.unreplicated == []
 
 
 def test_a_marker_without_a_transaction_completes_nothing() -> None:

@@ -29,9 +29,15 @@ class _Partition:
         pass
 
     def read(
-        self, _offset: int, _limit: int, *, up_to_high_watermark: bool, min_region_bytes: int | None
+        self,
+        _offset: int,
+        _limit: int,
+        *,
+        up_to_high_watermark: bool,
+        min_region_bytes: int | None,
+        read_committed: bool,
     ) -> ReadResult:
-        assert up_to_high_watermark
+        assert up_to_high_watermark and not read_committed
         records: bytes | FileRegion
         if min_region_bytes is None:
             records = os.pread(self.fd, RECORDS_BYTES, 0)

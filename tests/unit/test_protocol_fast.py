@@ -360,6 +360,7 @@ fetch_partitions = st.builds(
     log_start_offset=int64s,
     records=records,
     preferred_read_replica=int32s,
+    aborted_transactions=st.none() | st.lists(st.tuples(int64s, int64s), max_size=3).map(tuple),
 )
 
 
@@ -403,7 +404,12 @@ def test_fetch_response_bytes_equal_the_generic_codec(
                         high_watermark=p.high_watermark,
                         last_stable_offset=p.last_stable_offset,
                         log_start_offset=p.log_start_offset,
-                        aborted_transactions=None,
+                        aborted_transactions=None
+                        if p.aborted_transactions is None
+                        else [
+                            part_cls.AbortedTransaction(producer_id=pid, first_offset=first)
+                            for pid, first in p.aborted_transactions
+                        ],
                         preferred_read_replica=p.preferred_read_replica,
                         records=bytes(p.records),
                     )

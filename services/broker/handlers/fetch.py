@@ -61,6 +61,7 @@ async def handle_fetch(ctx: RequestContext, request: Any) -> FetchResponseBody:
 
 async def _fetch_sessionless(ctx: RequestContext, request: Any) -> FetchResponseBody:
     max_bytes, replica_id, deadline, min_bytes = fetch_limits(ctx, request)
+    isolation = int(getattr(request, "isolation_level", 0))
     wanted = [
         PartitionFetch(
             t.topic,
@@ -76,7 +77,7 @@ async def _fetch_sessionless(ctx: RequestContext, request: Any) -> FetchResponse
         while True:
             budget = ReadBudget(max_bytes)
             release(wanted)
-            read_each(ctx, wanted, replica_id, budget)
+            read_each(ctx, wanted, replica_id, budget, isolation)
             remaining = deadline - time.monotonic()
             if budget.total >= min_bytes or remaining <= 0 or any(w.error for w in wanted):
                 break

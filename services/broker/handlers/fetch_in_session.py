@@ -106,11 +106,12 @@ async def fetch_in_session(
     ctx: RequestContext, request: Any, session: FetchSession, full: bool
 ) -> FetchResponseBody:
     max_bytes, replica_id, deadline, min_bytes = fetch_limits(ctx, request)
+    isolation = int(getattr(request, "isolation_level", 0))
     budget = ReadBudget(max_bytes)
     items: dict[PartitionKey, PartitionFetch] = {}
     try:
         while True:
-            _read_dirty(ctx, session, items, replica_id, budget)
+            _read_dirty(ctx, session, items, replica_id, budget, isolation)
             remaining = deadline - time.monotonic()
             if (
                 budget.total >= min_bytes
@@ -132,6 +133,7 @@ def _read_dirty(
     items: dict[PartitionKey, PartitionFetch],
     replica_id: int,
     budget: ReadBudget,
+    isolation_level: int,
 ) -> None:
     batch = []
     for key in session.take_dirty():
@@ -149,7 +151,7 @@ def _read_dirty(
         partition = ctx.broker.replicas.partitions.get(key)
         session.watch(key, partition.notifier if partition is not None else None)
         batch.append(item)
-    read_each(ctx, batch, replica_id, budget)
+    read_each(ctx, batch, replica_id, budget, isolation_level)
 
 
 def _outcome(item: PartitionFetch) -> PartitionOutcome:

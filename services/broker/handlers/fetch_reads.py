@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pafka.errors import KafkaApiError, PafkaError, UnknownServerError, wire_error
@@ -27,6 +27,8 @@ from services.broker.handlers.conversion import (
 from services.broker.partition import ReadResult
 
 CONSUMER_REPLICA_ID = -1
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
 # Each region holds a descriptor until it is sent: a fetch over many partitions reads the rest
 # as bytes, so a response never pins more than this many descriptors.
 MAX_REGIONS_PER_FETCH = 32
@@ -69,7 +71,12 @@ class ReadBudget:
 
 
 def _read_one(
-    ctx: RequestContext, item: PartitionFetch, limit: int, replica_id: int, as_region: bool
+    ctx: RequestContext,
+    item: PartitionFetch,
+    limit: int,
+    replica_id: int,
+    as_region: bool,
+    read_committed: bool,
 ) -> ReadResult:
     broker = ctx.broker
     partition = broker.replicas.leader_partition(item.topic, item.index)
@@ -81,7 +88,11 @@ def _read_one(
             if ctx.api_version < FIRST_V2_FETCH_VERSION:
                 return read_legacy(ctx, partition, item.offset, limit)
         return partition.read(
-            item.offset, limit, up_to_high_watermark=True, min_region_bytes=min_region_bytes
+            item.offset,
+            limit,
+            up_to_high_watermark=True,
+            min_region_bytes=min_region_bytes,
+            read_committed=read_committed,
         )
     result = partition.read_for_follower(
         replica_id, item.offset, limit, item.current_leader_epoch, min_region_bytes
@@ -91,16 +102,22 @@ def _read_one(
 
 
 def read_each(
-    ctx: RequestContext, items: Iterable[PartitionFetch], replica_id: int, budget: ReadBudget
+    ctx: RequestContext,
+    items: Iterable[PartitionFetch],
+    replica_id: int,
+    budget: ReadBudget,
+    isolation_level: int = READ_UNCOMMITTED,
 ) -> None:
     """Read ``items`` in order within ``budget``: the first records of a response go whatever
-    their size (Kafka's rule), later ones only while they fit."""
+    their size (Kafka's rule), later ones only while they fit. Consumers reading committed
+    (isolation level 1, Fetch v4+) read up to the last stable offset; replicas never do."""
+    read_committed = isolation_level == READ_COMMITTED and replica_id < 0
     for item in items:
         budget.refund(item)
         try:
             limit = min(item.max_bytes, budget.remaining)
             as_region = budget.regions < MAX_REGIONS_PER_FETCH
-            result = _read_one(ctx, item, max(limit, 1), replica_id, as_region)
+            result = _read_one(ctx, item, max(limit, 1), replica_id, as_region, read_committed)
         except PafkaError as exc:
             item.error = wire_error(exc)
             continue
@@ -108,9 +125,7 @@ def read_each(
         if budget.total and size > budget.remaining:
             if isinstance(result.records, FileRegion):
                 result.records.close()
-            item.result = ReadResult(
-                b"", result.high_watermark, result.log_start_offset, result.log_end_offset
-            )
+            item.result = replace(result, records=b"")
             item.skipped = True
             continue
         item.result = result
@@ -147,9 +162,10 @@ def partition_data(ctx: RequestContext, item: PartitionFetch) -> PartitionData:
         partition_index=item.index,
         error_code=0,
         high_watermark=r.high_watermark,
-        last_stable_offset=r.high_watermark,
+        last_stable_offset=r.last_stable_offset if r.last_stable_offset >= 0 else r.high_watermark,
         log_start_offset=r.log_start_offset,
         records=r.records,
+        aborted_transactions=r.aborted_transactions,
     )
 
 

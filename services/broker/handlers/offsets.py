@@ -17,20 +17,27 @@ LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 NO_EPOCH = -1
+READ_COMMITTED = 1
 
 
-def _lookup(partition: Partition, timestamp: int) -> tuple[int, int]:
-    """(timestamp, offset) answering one ListOffsets partition."""
+def _lookup(partition: Partition, timestamp: int, isolation_level: int) -> tuple[int, int]:
+    """(timestamp, offset) answering one ListOffsets partition; read_committed (isolation
+    level 1, v2+) sees up to the last stable offset, as its fetches do."""
     log = partition.log
     if timestamp == EARLIEST:
         return -1, log.log_start_offset
+    fetchable = (
+        partition.txns.last_stable_offset()
+        if isolation_level == READ_COMMITTED
+        else log.high_watermark
+    )
     if timestamp == LATEST:
-        return -1, log.high_watermark
+        return -1, fetchable
     if timestamp == MAX_TIMESTAMP:
         found = log.max_timestamp_offset()
         return found if found is not None else (-1, -1)
     found = log.offset_for_timestamp(timestamp)
-    if found is None or found[1] >= log.high_watermark:
+    if found is None or found[1] >= fetchable:
         return -1, -1
     ts, offset = found
     return ts, offset
@@ -42,6 +49,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     topic_cls = cls.ListOffsetsTopicResponse
     part_cls = topic_cls.ListOffsetsPartitionResponse
+    isolation_level = int(getattr(request, "isolation_level", 0))
     topics = []
     for t in request.topics:
         parts = []
@@ -49,7 +57,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
             try:
                 partition = ctx.broker.replicas.leader_partition(t.name, p.partition_index)
                 partition.check_leader_epoch(int(getattr(p, "current_leader_epoch", NO_EPOCH)))
-                ts, offset = _lookup(partition, int(p.timestamp))
+                ts, offset = _lookup(partition, int(p.timestamp), isolation_level)
                 parts.append(
                     part_cls(
                         partition_index=p.partition_index,
