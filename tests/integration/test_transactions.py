@@ -102,6 +102,31 @@ def _log_end(cluster: ClusterHandle, topic: str, partition: int = 0) -> int:
         consumer.close()
 
 
+def _read_committed(cluster: ClusterHandle, topic: str) -> list[bytes]:
+    """Every record a read_committed consumer gets from partition 0, read to the log end."""
+    end = _log_end(cluster, topic)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": _name("rc"),
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        deadline = time.monotonic() + 30
+        while consumer.position([TopicPartition(topic, 0)])[0].offset < end:
+            assert time.monotonic() < deadline, f"read_committed of {topic} stopped before {end}"
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                values.append(bytes(message.value() or b""))
+    finally:
+        consumer.close()
+    return values
+
+
 def _coordinator(cluster: ClusterHandle, tid: str, version: int = 1) -> int:
     any_broker = cluster.broker_address(cluster.broker_ids()[0])
     R = FindCoordinatorRequest[version]
@@ -199,6 +224,7 @@ def test_librdkafka_commits_and_aborts(txn_cluster: ClusterHandle) -> None:
     _wait_state(txn_cluster, tid, {TxnState.COMPLETE_ABORT}, 15)
     # Three records and a COMMIT marker, one record and an ABORT marker.
     assert _log_end(txn_cluster, topic) == 6
+    assert _read_committed(txn_cluster, topic) == [b"c0", b"c1", b"c2"]
     url = txn_cluster.local.broker(_holder(txn_cluster, tid)).http_url + "/metrics"
     with urllib.request.urlopen(url, timeout=5) as response:
         scraped = response.read().decode()
@@ -356,6 +382,7 @@ def test_a_new_producer_fences_the_zombie(txn_cluster: ClusterHandle) -> None:
     _wait_state(txn_cluster, tid, {TxnState.COMPLETE_COMMIT}, 15)
     # zombie record, ABORT marker, new record, COMMIT marker
     assert _log_end(txn_cluster, topic) == 4
+    assert _read_committed(txn_cluster, topic) == [b"new"]
 
 
 def test_a_hanging_transaction_times_out(txn_cluster: ClusterHandle) -> None:
@@ -370,6 +397,7 @@ def test_a_hanging_transaction_times_out(txn_cluster: ClusterHandle) -> None:
     meta = _wait_state(txn_cluster, tid, {TxnState.COMPLETE_ABORT}, 15)
     assert meta.producer_epoch == 1  # bumped: the producer that let it hang is fenced
     assert _log_end(txn_cluster, topic) == 2  # the record and the ABORT marker
+    assert _read_committed(txn_cluster, topic) == []
     with pytest.raises(KafkaException):
         producer.commit_transaction(30)
 
@@ -395,6 +423,8 @@ def test_the_coordinator_moves_when_its_broker_dies(txn_cluster: ClusterHandle) 
             outcome = TxnState.COMPLETE_ABORT
         meta = _wait_state(txn_cluster, tid, {outcome}, 30)
         assert meta.producer_epoch == 0
+        committed = outcome is TxnState.COMPLETE_COMMIT
+        assert _read_committed(txn_cluster, topic) == ([b"before"] if committed else [])
         assert _holder(txn_cluster, tid) != coordinator
         assert _coordinator(txn_cluster, tid) != coordinator
     finally:
