@@ -12,7 +12,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from pafka.errors import CoordinationError, CorruptZNodeError
 from pafka.transactions.metadata import TxnMetadata
@@ -526,9 +526,13 @@ class GroupCoordinatorZNode:
             }
         )
 
+    @staticmethod
+    def claim_path(key: str) -> str:
+        return Z.coordinator_path(key)
+
     @classmethod
-    def decode(cls, group: str, data: bytes) -> GroupCoordinatorZNode:
-        path = Z.coordinator_path(group)
+    def decode(cls, group: str, data: bytes) -> Self:
+        path = cls.claim_path(group)
         p = fields.json_object(data, path)
         return cls(
             broker_id=fields.integer(p, "broker", path, low=-1, high=fields.INT32_MAX),
@@ -838,34 +842,15 @@ class TransactionZNodes:
 
 
 @dataclass(frozen=True)
-class TransactionCoordinatorZNode:
+class TransactionCoordinatorZNode(GroupCoordinatorZNode):
     """``/transactions/{id}/coordinator``: the broker coordinating the id and its claim epoch
-    (sent as the markers' coordinator epoch). Claimed by a conditional write; every write of
-    the id's state checks this node's version, so a deposed coordinator cannot write."""
+    (sent as the markers' coordinator epoch), the payload of a group's claim. Claimed by a
+    conditional write; every write of the id's state checks this node's version, so a deposed
+    coordinator cannot write."""
 
-    broker_id: int
-    epoch: int
-    timestamp_ms: int = field(default_factory=now_ms)
-
-    def encode(self) -> bytes:
-        return _dump(
-            {
-                "version": 1,
-                "broker": self.broker_id,
-                "epoch": self.epoch,
-                "timestamp": str(self.timestamp_ms),
-            }
-        )
-
-    @classmethod
-    def decode(cls, transactional_id: str, data: bytes) -> TransactionCoordinatorZNode:
-        path = TransactionZNodes.coordinator_path(transactional_id)
-        p = fields.json_object(data, path)
-        return cls(
-            broker_id=fields.integer(p, "broker", path, low=-1, high=fields.INT32_MAX),
-            epoch=fields.integer(p, "epoch", path, high=fields.INT32_MAX),
-            timestamp_ms=fields.integer(p, "timestamp", path, default=0),
-        )
+    @staticmethod
+    def claim_path(key: str) -> str:
+        return TransactionZNodes.coordinator_path(key)
 
 
 _TXN_STATES = {s.value: s for s in TxnState}

@@ -94,6 +94,15 @@ def _producer(cluster: ClusterHandle, tid: str, **extra: Any) -> Producer:
     return Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid, **extra})
 
 
+def _initialised(cluster: ClusterHandle, prefix: str, **extra: Any) -> tuple[str, str, Producer]:
+    """A new topic (1 partition, RF 3) and a transactional producer initialised on a new id."""
+    topic, tid = _name(prefix), _name("tid")
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    producer = _producer(cluster, tid, **extra)
+    producer.init_transactions(30)
+    return topic, tid, producer
+
+
 def _log_end(cluster: ClusterHandle, topic: str, partition: int = 0) -> int:
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": _name("probe")})
     try:
@@ -202,10 +211,7 @@ def _end(
 
 
 def test_librdkafka_commits_and_aborts(txn_cluster: ClusterHandle) -> None:
-    topic, tid = _name("txn-rd"), _name("tid")
-    txn_cluster.create_topic(topic, partitions=1, replication_factor=3)
-    producer = _producer(txn_cluster, tid)
-    producer.init_transactions(30)
+    topic, tid, producer = _initialised(txn_cluster, "txn-rd")
     meta = _state(txn_cluster, tid)
     assert (meta.state, meta.producer_epoch) == (TxnState.EMPTY, 0)
     producer.begin_transaction()
@@ -333,10 +339,7 @@ def test_answers_over_the_wire(txn_cluster: ClusterHandle) -> None:
 
 
 def test_a_new_producer_fences_the_zombie(txn_cluster: ClusterHandle) -> None:
-    topic, tid = _name("txn-zombie"), _name("tid")
-    txn_cluster.create_topic(topic, partitions=1, replication_factor=3)
-    zombie = _producer(txn_cluster, tid)
-    zombie.init_transactions(30)
+    topic, tid, zombie = _initialised(txn_cluster, "txn-zombie")
     zombie.begin_transaction()
     zombie.produce(topic, value=b"zombie", partition=0)
     zombie.flush(10)
@@ -386,10 +389,7 @@ def test_a_new_producer_fences_the_zombie(txn_cluster: ClusterHandle) -> None:
 
 
 def test_a_hanging_transaction_times_out(txn_cluster: ClusterHandle) -> None:
-    topic, tid = _name("txn-hang"), _name("tid")
-    txn_cluster.create_topic(topic, partitions=1, replication_factor=3)
-    producer = _producer(txn_cluster, tid, **{"transaction.timeout.ms": 2000})
-    producer.init_transactions(30)
+    topic, tid, producer = _initialised(txn_cluster, "txn-hang", **{"transaction.timeout.ms": 2000})
     producer.begin_transaction()
     producer.produce(topic, value=b"hangs", partition=0)
     producer.flush(10)
@@ -403,10 +403,7 @@ def test_a_hanging_transaction_times_out(txn_cluster: ClusterHandle) -> None:
 
 
 def test_the_coordinator_moves_when_its_broker_dies(txn_cluster: ClusterHandle) -> None:
-    topic, tid = _name("txn-failover"), _name("tid")
-    txn_cluster.create_topic(topic, partitions=1, replication_factor=3)
-    producer = _producer(txn_cluster, tid)
-    producer.init_transactions(30)
+    topic, tid, producer = _initialised(txn_cluster, "txn-failover")
     coordinator = _holder(txn_cluster, tid)
     assert _coordinator(txn_cluster, tid) == coordinator
     producer.begin_transaction()

@@ -285,29 +285,42 @@ class TransactionCoordinator:
     async def add_partitions(
         self, tid: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition]
     ) -> None:
-        held = await self._held_or_unknown(tid, producer_id)
-        async with held.lock:
-            self._require_current(held)
-            new = decide.add_partitions(held.meta, producer_id, epoch, partitions, now_ms())
-            if new is not None:
-                await self._write(held, new)
+        wanted = list(partitions)
+        await self._decide(
+            tid,
+            producer_id,
+            lambda m, now: decide.add_partitions(m, producer_id, epoch, wanted, now),
+        )
 
     async def add_offsets(self, tid: str, producer_id: int, epoch: int, group_id: str) -> None:
-        held = await self._held_or_unknown(tid, producer_id)
-        async with held.lock:
-            self._require_current(held)
-            new = decide.add_offsets(held.meta, producer_id, epoch, group_id, now_ms())
-            if new is not None:
-                await self._write(held, new)
+        await self._decide(
+            tid,
+            producer_id,
+            lambda m, now: decide.add_offsets(m, producer_id, epoch, group_id, now),
+        )
 
     async def end_txn(self, tid: str, producer_id: int, epoch: int, committed: bool) -> None:
+        await self._decide(
+            tid, producer_id, lambda m, now: decide.end_txn(m, producer_id, epoch, committed, now)
+        )
+
+    async def _decide(
+        self,
+        tid: str,
+        producer_id: int,
+        decision: Callable[[TxnMetadata | None, int], TxnMetadata | None],
+    ) -> None:
+        """Take a request's decision under the id's lock and write it; a Prepare state is
+        written before the answer (from then on the outcome survives this broker) and its
+        markers go out after."""
         held = await self._held_or_unknown(tid, producer_id)
         async with held.lock:
             self._require_current(held)
-            new = decide.end_txn(held.meta, producer_id, epoch, committed, now_ms())
-            if new is not None:
-                # Written before the answer: from here the outcome survives this broker.
-                await self._write(held, new)
+            new = decision(held.meta, now_ms())
+            if new is None:
+                return
+            await self._write(held, new)
+            if new.state.completing:
                 self._send_markers(held)
 
     async def _held_or_unknown(self, tid: str, producer_id: int) -> HeldId:
