@@ -21,6 +21,7 @@ from pafka.errors import (
     InvalidTxnStateError,
     ProducerFencedError,
 )
+from pafka.groups.offsets_partition import offsets_partition
 from pafka.protocol.versions import ApiKey
 from pafka.transactions.metadata import (
     MAX_PRODUCER_EPOCH,
@@ -31,7 +32,6 @@ from pafka.transactions.metadata import (
     TxnMetadata,
     epoch_exhausted,
 )
-from pafka.transactions.offsets_partition import offsets_partition
 from pafka.transactions.state import TxnState
 
 S = TxnState

@@ -9,13 +9,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from pafka.groups.offsets_partition import OFFSETS_TOPIC
 from pafka.transactions.state import TxnState, txn_transition
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 # Short.MaxValue: never handed to a client, so a coordinator can always fence one more time.
 MAX_PRODUCER_EPOCH = 32767
-OFFSETS_TOPIC = "__consumer_offsets"
 
 TopicPartition = tuple[str, int]
 

@@ -17,10 +17,10 @@ from pafka.errors import (
     KafkaApiError,
     ProducerFencedError,
 )
+from pafka.groups.offsets_partition import offsets_partition
 from pafka.protocol.versions import ApiKey
 from pafka.transactions import decisions as d
 from pafka.transactions.metadata import OFFSETS_TOPIC, TxnMetadata
-from pafka.transactions.offsets_partition import offsets_partition
 from pafka.transactions.state import TXN_TRANSITIONS, TxnState
 
 S = TxnState

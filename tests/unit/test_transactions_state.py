@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pafka.cluster.states import IllegalStateTransitionError
-from pafka.transactions.offsets_partition import java_string_hash, offsets_partition
+from pafka.groups.offsets_partition import java_string_hash, offsets_partition
 from pafka.transactions.state import TXN_TRANSITIONS, TxnState, txn_transition
 
 T = TxnState

@@ -24,10 +24,10 @@ from pafka.errors import (
     TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
 )
+from pafka.groups.offsets_partition import offsets_partition
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
 from pafka.transactions.metadata import OFFSETS_TOPIC, TopicPartition, TxnMetadata
-from pafka.transactions.offsets_partition import offsets_partition
 from pafka.transactions.state import TxnState
 
 log = logging.getLogger(__name__)
