@@ -22,7 +22,7 @@ import itertools
 import os
 import shutil
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from pafka.errors import InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pafka.records.batch import BatchHeader, assign_offsets, iter_batches, validate
-from pafka.storage import layout, recovery, retention, txn_index
+from pafka.storage import layout, producer_snapshot, recovery, retention, txn_index
 from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import (
     PartitionOffsets,
@@ -42,6 +42,7 @@ from pafka.storage.checkpoints import (
 from pafka.storage.config import LogConfig
 from pafka.storage.epochs import LeaderEpochCache
 from pafka.storage.files import FileCache
+from pafka.storage.producer_snapshot import SnapshotEntry
 from pafka.storage.region import FileRegion
 from pafka.storage.segment import Segment
 
@@ -104,6 +105,11 @@ class Log:
         # it kept may go (KIP-534; known from the last clean, forgotten on restart as in Kafka).
         self.cleaner_offset = read_cleaner_offset(directory / layout.CLEANER_OFFSET_CHECKPOINT)
         self.earliest_delete_horizon_ms: int | None = None
+        # The partition's producer state, written as a snapshot at each roll and at a clean
+        # close (Kafka's takeSnapshot), so opening the log replays only what follows it.
+        self.snapshot_source: Callable[[], Iterable[SnapshotEntry]] | None = None
+        # The partition's last stable offset (open transactions); the cleaner stops there.
+        self.stable_offset_source: Callable[[], int] | None = None
 
     @classmethod
     def open(
@@ -152,6 +158,13 @@ class Log:
     @high_watermark.setter
     def high_watermark(self, offset: int) -> None:
         self._high_watermark = max(min(offset, self.log_end_offset), self.log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The high watermark, held back to the first open transaction's start: the log
+        cleaner never cleans at or past it (Kafka's firstUnstableOffset bound)."""
+        source = self.stable_offset_source
+        return self._high_watermark if source is None else min(source(), self._high_watermark)
 
     @property
     def leader_epoch_cache(self) -> LeaderEpochCache:
@@ -246,6 +259,11 @@ class Log:
             new.created_ms = now_ms
             self.segments.append(new)
             self._bases.append(start)
+        self._take_snapshot(start)
+
+    def _take_snapshot(self, offset: int) -> None:
+        if self.snapshot_source is not None:
+            producer_snapshot.write(self.directory, offset, self.snapshot_source())
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -285,6 +303,13 @@ class Log:
             if max_offset is not None and segment.base_offset >= max_offset:
                 break
             yield segment, max(offset, segment.base_offset)
+
+    def iter_headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of the batches ending at or after ``offset`` (reads the files)."""
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        for header in self.iter_headers(i):
+            if header.last_offset >= offset:
+                yield header
 
     def iter_headers(self, start_segment: int = 0) -> Iterator[BatchHeader]:
         """Headers of the batches from segment index ``start_segment`` on (reads the files)."""
@@ -364,6 +389,7 @@ class Log:
                 txn_index.truncate(layout.txn_index_file(self.directory, last.base_offset), offset)
         self.epochs.truncate_from_end(offset)
         self.epochs_changed()
+        producer_snapshot.delete_outside(self.directory, self.log_start_offset, self.log_end_offset)
         self._high_watermark = min(self._high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self._dirty = True
@@ -380,6 +406,7 @@ class Log:
             self.segments = [
                 ActiveSegment(self.directory, offset, self.config.index_interval_bytes, self.files)
             ]
+            producer_snapshot.delete_outside(self.directory, offset, offset - 1)
             self._bases = [offset]
             self.log_start_offset = offset
             self._high_watermark = offset
@@ -432,6 +459,7 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         for segment in doomed:
             segment.delete()
+        producer_snapshot.delete_outside(self.directory, self.log_start_offset, self.log_end_offset)
         self.epochs.truncate_from_start(self.log_start_offset)
         self.epochs_changed()
 
@@ -448,11 +476,20 @@ class Log:
         last = first + len(old)
         if self.segments[first:last] != old or last >= len(self.segments):
             return False
+        # The new segment takes the first old one's name: its transaction index gets the
+        # others' entries first (a crash before the swap leaves duplicates, which readers
+        # of aborted transactions tolerate, never a loss).
+        merged = layout.txn_index_file(self.directory, old[0].base_offset)
+        for segment in old[1:]:
+            for entry in txn_index.read(layout.txn_index_file(self.directory, segment.base_offset)):
+                txn_index.append(merged, entry)
         with self._lock:
             for segment in old:
                 segment.close()  # forget cached descriptors: the names change hands
             self.segments[first:last] = [swap_files()]
             self._bases[first:last] = [old[0].base_offset]
+        for segment in old[1:]:
+            layout.txn_index_file(self.directory, segment.base_offset).unlink(missing_ok=True)
         return True
 
     def _truncate_cleaner_offset(self) -> None:
@@ -513,6 +550,7 @@ class Log:
     def close(self) -> None:
         """Flush, checkpoint and mark the shutdown clean; the log is unusable afterwards."""
         self.active.finish_time_index()
+        self._take_snapshot(self.log_end_offset)
         self._dirty = True
         self.checkpoint()
         for segment in self.segments:

@@ -187,7 +187,8 @@ class LogCleaner:
                 _summaries(opened),
                 log_start_offset=opened.log_start_offset,
                 checkpoint=opened.cleaner_offset,
-                high_watermark=opened.high_watermark,
+                # Never at or past an open transaction's first offset (Kafka's cleanableOffsets).
+                high_watermark=opened.last_stable_offset,
                 now_ms=now_ms,
                 config=_cleaning_config(opened),
                 delete_horizon_ms=opened.earliest_delete_horizon_ms,

@@ -93,6 +93,7 @@ def recover(
             log.warning("deleting segment %d of %s after a corrupt tail", doomed, directory)
             for path in layout.segment_files(directory, doomed):
                 path.unlink(missing_ok=True)
+            layout.txn_index_file(directory, doomed).unlink(missing_ok=True)
         break
     if not segments:
         segments.append(

@@ -91,13 +91,10 @@ class Partition:
         self._rebuild_producer_state()
 
     def _rebuild_producer_state(self) -> None:
-        """Recover idempotence state from the log's recent batches, so a producer retrying
-        across a broker restart still gets its duplicates recognised."""
-        recent = max(len(self.log.segments) - 2, 0)
-        for head in self.log.iter_headers(recent):
-            if head.producer_id != NO_PRODUCER_ID and not head.is_control:
-                self._remember(head, head.base_offset, head.max_timestamp)
-            self.txns.replay(head)
+        """Recover idempotence and transaction state (snapshot, then the log after it), so a
+        producer retrying across a broker restart still gets its duplicates recognised and
+        open transactions stay open."""
+        self.txns.reload(lambda head: self._remember(head, head.base_offset, head.max_timestamp))
 
     def _remember(self, head: BatchHeader, first_offset: int, timestamp_ms: int) -> None:
         self.producers.record(
@@ -285,10 +282,7 @@ class Partition:
 
     def truncate_to(self, offset: int) -> None:
         self.log.truncate_to(offset)
-        self.producers.truncate_to(offset)
-        self.txns.state.clear()
-        for head in self.log.iter_headers(max(len(self.log.segments) - 2, 0)):
-            self.txns.replay(head)
+        self._rebuild_producer_state()
         self.notifier.notify()
 
     def _start_at_first_batch(self, records: bytes | memoryview) -> None:

@@ -87,9 +87,13 @@ class TxnState:
         firsts = [*self.ongoing.values(), *(f for f, _ in self.unreplicated)]
         return min(firsts, default=None)
 
-    def last_stable_offset(self, high_watermark: int) -> int:
+    def last_stable_offset(self, high_watermark: int, log_start_offset: int = 0) -> int:
+        """Retention may delete the segment where an open transaction began (Kafka's does):
+        its start then counts as the log start, as in Kafka's maybeIncrementFirstUnstableOffset."""
         first = self.first_unstable_offset(high_watermark)
-        return high_watermark if first is None else min(first, high_watermark)
+        if first is None:
+            return high_watermark
+        return min(max(first, log_start_offset), high_watermark)
 
     def stable_offset_after(self, completed: CompletedTxn) -> int:
         """Kafka's ``lastStableOffset(completedTxn)``: what the txn index entry records."""

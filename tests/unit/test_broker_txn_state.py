@@ -35,6 +35,13 @@ def test_a_transaction_is_unstable_until_its_marker_is_replicated() -> None:
     assert state.unreplicated == []
 
 
+def test_an_open_transaction_whose_start_retention_deleted_holds_at_the_log_start() -> None:
+    state = TxnState()
+    state.on_data(1, 2, is_transactional=True)
+    assert state.last_stable_offset(10, log_start_offset=5) == 5
+    assert state.last_stable_offset(4, log_start_offset=0) == 2
+
+
 def test_a_marker_without_a_transaction_completes_nothing() -> None:
     state = TxnState()
     assert state.on_marker(1, 0, is_abort=False, coordinator_epoch=0) is None

@@ -1,0 +1,73 @@
+"""The log cleaner and transactions: never at or past an open transaction's first offset, and
+the transaction indexes of merged segments kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pafka.records.batch import read_header
+from pafka.records.encoding import build_batch
+from pafka.storage import layout, txn_index
+from pafka.storage.log import Log
+from pafka.storage.txn_index import AbortedTxn
+from services.broker.partition_txns import PartitionTxns
+from services.broker.producer_state import ProducerStateTable
+from tests.unit.compaction_util import clean, compacted_config, plan_of, write
+
+T0 = 1_700_000_000_000
+CONFIG = compacted_config()
+PID = 9
+
+
+def sealed(log: Log) -> None:
+    log.roll(T0)
+    log.high_watermark = log.log_end_offset
+
+
+def test_the_cleaner_stops_at_the_first_open_transaction(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    txns = PartitionTxns(log, ProducerStateTable())
+    for value in (b"1", b"2"):
+        write(log, b"k", value, T0)
+    sealed(log)
+    batch = build_batch(
+        [(b"k", b"txn", [])],
+        timestamp_ms=T0,
+        producer_id=PID,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    first = log.append(batch, leader_epoch=0, now_ms=T0).first_offset
+    txns.on_data(read_header(batch)._replace(base_offset=first), first)
+    for value in (b"3", b"4"):
+        write(log, b"k", value, T0)
+    sealed(log)
+    write(log, b"k", b"5", T0)
+    sealed(log)
+    assert log.last_stable_offset == first == 2
+    planned = plan_of(log, T0)
+    assert planned is not None
+    _, _, state = planned
+    assert state.first_uncleanable_offset == first
+    # Once the transaction is over, everything sealed is cleanable.
+    txns.state.clear()
+    planned = plan_of(log, T0)
+    assert planned is not None and planned[2].first_uncleanable_offset == log.active.base_offset
+
+
+def test_merged_segments_keep_every_aborted_transaction(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    entries = []
+    for i in range(3):
+        write(log, b"k", b"%d" % i, T0)
+        entry = AbortedTxn(PID, log.log_end_offset - 1, log.log_end_offset - 1, log.log_end_offset)
+        log.index_aborted_txn(entry)
+        entries.append(entry)
+        sealed(log)
+    bases = [s.base_offset for s in log.segments[:-1]]
+    assert clean(log, T0 + 5) is not None
+    assert [s.base_offset for s in log.segments[:-1]] == [bases[0]]
+    assert txn_index.read(layout.txn_index_file(log.directory, bases[0])) == entries
+    for base in bases[1:]:
+        assert not layout.txn_index_file(log.directory, base).exists()
