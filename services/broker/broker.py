@@ -33,7 +33,13 @@ from pafka.httpserver import EmbeddedServer, start_http
 from pafka.storage.log_cleaner import LogCleaner
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
-from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
+from pafka.zk.znodes import (
+    BrokerInfo,
+    ClusterIdZNode,
+    ControllerZNode,
+    TopicConfigZNode,
+    TopicZNode,
+)
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
@@ -124,6 +130,7 @@ class Broker:
                     network=settings.network,
                 ),
                 self._group_coordinator_id,
+                self._topic_exists,
                 settings.transactions.marker_retry_backoff_ms,
             ),
         )
@@ -158,6 +165,9 @@ class Broker:
     async def _group_coordinator_id(self, group: str) -> int:
         """Where a transaction's markers for a group's offsets go (FindCoordinator's answer)."""
         return (await self.groups.find(group)).id
+
+    async def _topic_exists(self, topic: str) -> bool:
+        return await self.zk.get(TopicZNode.path(topic)) is not None
 
     def _cleaner_died(self) -> bool:
         """Whether the cleaner's loop ended on an error it does not retry (Kafka's dead

@@ -5,9 +5,9 @@ the current leader of every partition of the transaction, and for ``__consumer_o
 partitions to the group coordinator of each group whose offsets it commits, until each one
 acknowledged. Retriable errors and lost connections are retried after a back-off with the
 leader looked up again; a partition of a deleted topic is skipped (Kafka skips a partition
-whose leader it cannot find); a fenced producer epoch or coordinator means another coordinator
-owns the id now, and sending stops. Connections are pafka's own client's
-(:class:`ClusterClient`), with its deadlines.
+whose leader it cannot find; here only once ZooKeeper confirms the topic is gone); a fenced
+producer epoch or coordinator means another coordinator owns the id now, and sending stops.
+Connections are pafka's own client's (:class:`ClusterClient`), with its deadlines.
 """
 
 from __future__ import annotations
@@ -43,10 +43,12 @@ class MarkerSender:
         self,
         cluster: ClusterClient,
         group_coordinator: Callable[[str], Awaitable[int]],
+        topic_exists: Callable[[str], Awaitable[bool]],
         backoff_ms: int,
     ) -> None:
         self.cluster = cluster
         self._group_coordinator = group_coordinator
+        self._topic_exists = topic_exists
         self._backoff_s = backoff_ms / 1000
         self._started = False
 
@@ -101,8 +103,12 @@ class MarkerSender:
             try:
                 leader = await self.cluster.leader(*tp)
             except UnknownTopicOrPartitionError:
-                log.info("skipping the marker of %s-%d: the partition is gone", *tp)
-                pending.discard(tp)
+                # A broker's metadata may lag (one just restarted knows no topic): only a topic
+                # ZooKeeper no longer has is skipped.
+                if not await self._topic_exists(tp[0]):
+                    log.info("skipping the marker of %s-%d: the topic was deleted", *tp)
+                    pending.discard(tp)
+                self.cluster.forget(tp[0])
                 continue
             except PafkaError as exc:
                 log.info("no leader for %s-%d yet: %s", tp[0], tp[1], exc)
