@@ -27,6 +27,7 @@ from kafka.protocol.producer.transaction import (
     EndTxnResponse,
 )
 
+from pafka.admin import topics as admin
 from pafka.transactions.metadata import TxnMetadata
 from pafka.transactions.state import TxnState
 from pafka.zk.znodes import TransactionCoordinatorZNode, TransactionStateZNode, TransactionZNodes
@@ -426,3 +427,44 @@ def test_the_coordinator_moves_when_its_broker_dies(txn_cluster: ClusterHandle) 
         assert _coordinator(txn_cluster, tid) != coordinator
     finally:
         txn_cluster.local.restart(f"broker-{coordinator}")
+
+
+def test_a_new_coordinator_resumes_the_markers_of_a_prepared_commit(
+    txn_cluster: ClusterHandle,
+) -> None:
+    """The commit is stored (PrepareCommit) but its partition's only replica is down, so no
+    marker lands; the coordinator dies too. Another broker adopts the id without any client
+    asking, and once the partition is back its marker is written: CompleteCommit."""
+    partition_broker = txn_cluster.broker_ids()[0]
+    topic = _name("txn-resume")
+    admin.create_topic(txn_cluster.zk, topic, 1, 1, {}, assignment={0: (partition_broker,)})
+    txn_cluster.wait_for_leaders(topic, 1)
+    tid = next(
+        t
+        for t in (_name("tid") for _ in range(100))
+        if _coordinator(txn_cluster, t) != partition_broker
+    )
+    producer = _producer(txn_cluster, tid)
+    producer.init_transactions(30)
+    coordinator = _holder(txn_cluster, tid)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"held", partition=0)
+    producer.flush(10)
+    txn_cluster.local.kill(f"broker-{partition_broker}", signal.SIGKILL)
+    try:
+        producer.commit_transaction(30)  # answered once PrepareCommit is stored
+        assert _state(txn_cluster, tid).state is TxnState.PREPARE_COMMIT
+        txn_cluster.local.kill(f"broker-{coordinator}", signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while _holder(txn_cluster, tid) == coordinator:
+            assert time.monotonic() < deadline, "no broker adopted the prepared transaction"
+            time.sleep(0.2)
+        assert _state(txn_cluster, tid).state is TxnState.PREPARE_COMMIT
+        txn_cluster.local.restart(f"broker-{partition_broker}")
+        _wait_state(txn_cluster, tid, {TxnState.COMPLETE_COMMIT}, 60)
+    finally:
+        for broker in (partition_broker, coordinator):
+            if not txn_cluster.local.broker(broker).alive():
+                txn_cluster.local.restart(f"broker-{broker}")
+    assert _holder(txn_cluster, tid) not in (coordinator, partition_broker)
+    assert _read_committed(txn_cluster, topic) == [b"held"]
