@@ -13,22 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError
 
 from pafka.errors import CorruptZNodeError, NotCoordinatorError
 from pafka.transactions.metadata import TxnMetadata
 from pafka.zk.client import check_transaction
 from pafka.zk.znodes import (
     BROKER_IDS,
-    BrokerInfo,
     TransactionCoordinatorZNode,
     TransactionStateZNode,
     TransactionZNodes,
 )
+from services.broker import claims
 from services.broker.groups.shared_registry import children, read_all
 
 Z = TransactionZNodes
-UNCLAIMED = -1
+UNCLAIMED = claims.UNCLAIMED
 
 
 @dataclass(frozen=True)
@@ -43,43 +43,17 @@ class Claim:
 
 def holder(zk: KazooClient, transactional_id: str) -> int | None:
     """The broker whose claim on the id is live (it is registered), else None."""
-    try:
-        data, _ = zk.get(Z.coordinator_path(transactional_id))
-        broker = TransactionCoordinatorZNode.decode(transactional_id, data or b"").broker_id
-    except (NoNodeError, CorruptZNodeError):
-        return None
-    if broker == UNCLAIMED or zk.exists(BrokerInfo.path(broker)) is None:
-        return None
-    return broker
+    return claims.live_holder(zk, TransactionCoordinatorZNode, transactional_id)
 
 
 def claim(zk: KazooClient, transactional_id: str, broker_id: int) -> Claim:
     """Take the id over unless another live broker holds it (NotCoordinatorError)."""
     zk.ensure_path(Z.state_path(transactional_id))
-    path = Z.coordinator_path(transactional_id)
-    while True:
-        try:
-            data, stat = zk.get(path)
-        except NoNodeError:
-            try:
-                zk.create(path, TransactionCoordinatorZNode(broker_id, 1).encode())
-            except NodeExistsError:
-                continue
-            return Claim(transactional_id, 0, 1)
-        current = TransactionCoordinatorZNode.decode(transactional_id, data or b"")
-        if (
-            current.broker_id not in (broker_id, UNCLAIMED)
-            and zk.exists(BrokerInfo.path(current.broker_id)) is not None
-        ):
-            raise NotCoordinatorError(
-                f"broker {current.broker_id} coordinates transactional id {transactional_id!r}"
-            )
-        node = TransactionCoordinatorZNode(broker_id, current.epoch + 1)
-        try:
-            zk.set(path, node.encode(), version=stat.version)
-        except BadVersionError:
-            continue  # another broker claimed at the same moment; look again
-        return Claim(transactional_id, stat.version + 1, node.epoch)
+    what = f"transactional id {transactional_id!r}"
+    version, epoch, _ = claims.take(
+        zk, TransactionCoordinatorZNode, transactional_id, broker_id, what
+    )
+    return Claim(transactional_id, version, epoch)
 
 
 def load(zk: KazooClient, transactional_id: str) -> TxnMetadata | None:
