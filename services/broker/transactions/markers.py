@@ -33,6 +33,8 @@ from pafka.transactions.state import TxnState
 log = logging.getLogger(__name__)
 
 MARKERS_VERSION = 1
+MAX_BACKOFF_S = 1.0
+STUCK_LOG_ROUNDS = 100
 UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
 # Errors meaning this coordinator's markers are no longer wanted (Kafka's abortSending).
 _STOP = frozenset({InvalidProducerEpochError.code, TransactionCoordinatorFencedError.code})
@@ -63,6 +65,7 @@ class MarkerSender:
         committed = meta.state is TxnState.PREPARE_COMMIT
         pending: set[TopicPartition] = set(meta.data_partitions)
         groups: set[str] = set(meta.groups)
+        rounds, waiting = 0, len(pending) + len(groups)
         while pending or groups:
             if not current():
                 return False
@@ -91,7 +94,18 @@ class MarkerSender:
                         pending.discard(tp)
                 log.debug("broker %d acknowledged %d marker(s)", broker, len(acked))
             if pending or groups:
-                await asyncio.sleep(self._backoff_s)
+                rounds = rounds + 1 if len(pending) + len(groups) == waiting else 1
+                waiting = len(pending) + len(groups)
+                if rounds % STUCK_LOG_ROUNDS == 0:
+                    log.warning(
+                        "markers of %r still unacknowledged after %d rounds: %s %s",
+                        meta.transactional_id,
+                        rounds,
+                        sorted(pending),
+                        sorted(groups),
+                    )
+                # Doubling while nothing moves, so an unreachable leader is not hammered.
+                await asyncio.sleep(min(self._backoff_s * 2 ** min(rounds - 1, 10), MAX_BACKOFF_S))
         return True
 
     async def _targets(
