@@ -629,6 +629,13 @@ class UnstableOffsetCommitError(KafkaApiError):
     retriable = True
 
 
+class OperationNotAttemptedError(KafkaApiError):
+    """Not attempted because another part of the request failed (AddPartitionsToTxn)."""
+
+    code = 55
+    http_status = 409
+
+
 class ProducerFencedError(KafkaApiError):
     """A producer with the same transactional id and a newer epoch exists (KIP-588)."""
 

@@ -86,6 +86,9 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 0),
     ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
 }
 
 

@@ -49,7 +49,7 @@ _SWAP_FILE = re.compile(r"^(?P<base>\d{20})\.swap$")
 _SEGMENT_ANY = re.compile(
     r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex|txnindex)(?P<extra>\..*)?$"
 )
-_SNAPSHOT_FILE = re.compile(r"^(?P<offset>\d{20})\.snapshot$")
+_SNAPSHOT_FILE = re.compile(r"^(?P<base>\d{20})\.snapshot$")
 
 
 def partition_dir(data_dir: Path, topic: str, partition: int) -> Path:
@@ -146,9 +146,14 @@ def time_index_file(directory: Path, base_offset: int) -> Path:
 
 
 def segment_base_offsets(directory: Path) -> list[int]:
+    return _offsets_named(directory, _SEGMENT_FILE)
+
+
+def _offsets_named(directory: Path, pattern: re.Pattern[str]) -> list[int]:
+    """The offsets (group ``base``) of the file names in ``directory`` ``pattern`` matches."""
     found = []
     for path in directory.iterdir():
-        match = _SEGMENT_FILE.match(path.name)
+        match = pattern.match(path.name)
         if match is not None:
             found.append(int(match.group("base")))
     return sorted(found)
@@ -164,9 +169,4 @@ def snapshot_file(directory: Path, offset: int) -> Path:
 
 def snapshot_offsets(directory: Path) -> list[int]:
     """Offsets of the producer-state snapshots in ``directory``, oldest first."""
-    found = []
-    for path in directory.iterdir():
-        match = _SNAPSHOT_FILE.match(path.name)
-        if match is not None:
-            found.append(int(match.group("offset")))
-    return sorted(found)
+    return _offsets_named(directory, _SNAPSHOT_FILE)

@@ -12,9 +12,11 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from pafka.errors import CoordinationError, CorruptZNodeError
+from pafka.transactions.metadata import TxnMetadata
+from pafka.transactions.state import TxnState
 from pafka.zk import payload_fields as fields
 
 CLUSTER_ID = "/cluster/id"
@@ -34,6 +36,7 @@ CONSUMERS = "/consumers"
 GATEWAY = "/gateway"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 TXN_OFFSET_PRODUCERS = "/txn_offset_producers"
+TRANSACTIONS = "/transactions"
 
 # Persistent parents created once at start-up by whichever process comes first.
 PERSISTENT_ROOTS = (
@@ -541,9 +544,13 @@ class GroupCoordinatorZNode:
             }
         )
 
+    @staticmethod
+    def claim_path(key: str) -> str:
+        return Z.coordinator_path(key)
+
     @classmethod
-    def decode(cls, group: str, data: bytes) -> GroupCoordinatorZNode:
-        path = Z.coordinator_path(group)
+    def decode(cls, group: str, data: bytes) -> Self:
+        path = cls.claim_path(group)
         p = fields.json_object(data, path)
         return cls(
             broker_id=fields.integer(p, "broker", path, low=-1, high=fields.INT32_MAX),
@@ -897,4 +904,102 @@ class ProducerIdBlockZNode:
             broker_id=int(p["broker"]),
             block_start=int(p["block_start"]),
             block_end=int(p["block_end"]),
+        )
+
+
+class TransactionZNodes:
+    """``/transactions/{transactional id}``: a transaction coordinator's state of one id (what
+    Kafka keeps in ``__transaction_state``), and ``coordinator`` beneath it, the claim of the
+    broker coordinating it. Transactional ids are checked like group ids
+    (:func:`pafka.cluster.names.validate_group_id`), so an id is always one path segment.
+    """
+
+    @staticmethod
+    def root() -> str:
+        return TRANSACTIONS
+
+    @staticmethod
+    def state_path(transactional_id: str) -> str:
+        return f"{TRANSACTIONS}/{transactional_id}"
+
+    @staticmethod
+    def coordinator_path(transactional_id: str) -> str:
+        return f"{TRANSACTIONS}/{transactional_id}/coordinator"
+
+
+@dataclass(frozen=True)
+class TransactionCoordinatorZNode(GroupCoordinatorZNode):
+    """``/transactions/{id}/coordinator``: the broker coordinating the id and its claim epoch
+    (sent as the markers' coordinator epoch), the payload of a group's claim. Claimed by a
+    conditional write; every write of the id's state checks this node's version, so a deposed
+    coordinator cannot write."""
+
+    @staticmethod
+    def claim_path(key: str) -> str:
+        return TransactionZNodes.coordinator_path(key)
+
+
+_TXN_STATES = {s.value: s for s in TxnState}
+
+
+class TransactionStateZNode:
+    """``/transactions/{id}``'s payload: Kafka's transaction log value (producer id and epoch,
+    the previous ones, timeout, state, partitions, start and last update) plus the groups whose
+    offsets the transaction commits. Empty data: the id has no state yet."""
+
+    @staticmethod
+    def encode(meta: TxnMetadata) -> bytes:
+        return _dump(
+            {
+                "version": 1,
+                "producer_id": str(meta.producer_id),
+                "producer_epoch": meta.producer_epoch,
+                "last_producer_id": str(meta.last_producer_id),
+                "last_producer_epoch": meta.last_producer_epoch,
+                "timeout_ms": meta.timeout_ms,
+                "state": meta.state.value,
+                "partitions": [{"topic": t, "partition": p} for t, p in sorted(meta.partitions)],
+                "groups": sorted(meta.groups),
+                "start_timestamp": str(meta.start_ms),
+                "last_update_timestamp": str(meta.last_update_ms),
+            }
+        )
+
+    @staticmethod
+    def decode(transactional_id: str, data: bytes) -> TxnMetadata | None:
+        if not data:
+            return None
+        path = TransactionZNodes.state_path(transactional_id)
+        p = fields.json_object(data, path)
+        state = _TXN_STATES.get(fields.string(p, "state", path))
+        if state is None:
+            raise CorruptZNodeError(path, f"unknown transaction state {p.get('state')!r}")
+        partitions = p.get("partitions", [])
+        groups = p.get("groups", [])
+        if not isinstance(partitions, list) or not isinstance(groups, list):
+            raise CorruptZNodeError(path, "partitions and groups must be lists")
+        tps = set()
+        for entry in partitions:
+            if not isinstance(entry, dict):
+                raise CorruptZNodeError(path, f"partition entry {entry!r} is not an object")
+            tps.add(
+                (
+                    fields.string(entry, "topic", path),
+                    fields.integer(entry, "partition", path, high=fields.INT32_MAX),
+                )
+            )
+        if not all(isinstance(g, str) for g in groups):
+            raise CorruptZNodeError(path, "group ids must be strings")
+        return TxnMetadata(
+            transactional_id=transactional_id,
+            producer_id=fields.integer(p, "producer_id", path, low=-1),
+            producer_epoch=fields.integer(p, "producer_epoch", path, low=-1, high=32767),
+            last_producer_id=fields.integer(p, "last_producer_id", path, low=-1),
+            last_producer_epoch=fields.integer(p, "last_producer_epoch", path, low=-1, high=32767),
+            timeout_ms=fields.integer(p, "timeout_ms", path, high=fields.INT32_MAX),
+            state=state,
+            partitions=frozenset(tps),
+            groups=frozenset(groups),
+            start_ms=fields.integer(p, "start_timestamp", path, low=-1),
+            last_update_ms=fields.integer(p, "last_update_timestamp", path, low=-1),
         )

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from pafka.client.cluster import ClusterClient
 from pafka.cluster.topic_config import (
     SOURCE_STATIC_BROKER,
     TYPE_BOOLEAN,
@@ -32,7 +33,13 @@ from pafka.httpserver import EmbeddedServer, start_http
 from pafka.storage.log_cleaner import LogCleaner
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
-from pafka.zk.znodes import BrokerInfo, ClusterIdZNode, ControllerZNode, TopicConfigZNode
+from pafka.zk.znodes import (
+    BrokerInfo,
+    ClusterIdZNode,
+    ControllerZNode,
+    TopicConfigZNode,
+    TopicZNode,
+)
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
@@ -51,6 +58,9 @@ from services.broker.producer_ids import ProducerIdAllocator
 from services.broker.replica_manager import ReplicaManager
 from services.broker.server import KafkaServer
 from services.broker.settings import BrokerSettings
+from services.broker.transactions import metrics as transaction_metrics
+from services.broker.transactions.coordinator import TransactionCoordinator
+from services.broker.transactions.markers import MarkerSender
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +118,23 @@ class Broker:
         self.groups = GroupCoordinator(settings.broker_id, self.zk, self.metadata, settings.groups)
         self.group_protocol = GroupProtocol(self.groups)
         self.group_offsets = GroupOffsets(self.groups)
+        self.transactions = TransactionCoordinator(
+            settings.broker_id,
+            self.zk,
+            settings.transactions,
+            self.producer_ids.next_id,
+            MarkerSender(
+                ClusterClient(
+                    zk=self.zk,
+                    client_id=f"broker-{settings.broker_id}-txn-markers",
+                    network=settings.network,
+                ),
+                self._group_coordinator_id,
+                self._topic_exists,
+                settings.transactions.marker_retry_backoff_ms,
+            ),
+        )
+        transaction_metrics.register(self.metrics.registry, self.transactions)
         self.fetch_sessions = FetchSessionCache(
             settings.max_incremental_fetch_session_cache_slots,
             on_evict=self.metrics.fetch_session_evictions.inc,
@@ -138,6 +165,13 @@ class Broker:
             self.cleaner, lambda: self.logs.logs, settings.data_dir, self._cleaner_died
         )
 
+    async def _group_coordinator_id(self, group: str) -> int:
+        """Where a transaction's markers for a group's offsets go (FindCoordinator's answer)."""
+        return (await self.groups.find(group)).id
+
+    async def _topic_exists(self, topic: str) -> bool:
+        return await self.zk.get(TopicZNode.path(topic)) is not None
+
     def _cleaner_died(self) -> bool:
         """Whether the cleaner's loop ended on an error it does not retry (Kafka's dead
         cleaner thread); cancelled at shutdown is not dead."""
@@ -166,6 +200,7 @@ class Broker:
         await self.zk.register_ephemeral(BrokerInfo.path(info.id), info.encode())
         self._registered = True
         await self.groups.start()
+        await self.transactions.start()
         self._tasks.append(asyncio.create_task(self._periodic_checkpoints()))
         self._tasks.append(asyncio.create_task(self._periodic_retention()))
         if self.settings.cleaner.enabled:
@@ -193,6 +228,7 @@ class Broker:
         await self.kafka.close()
         self.fetch_sessions.close()
         await self.groups.stop()
+        await self.transactions.stop()
         await self.isr.close()
         for task in self._tasks:
             task.cancel()
@@ -234,7 +270,9 @@ class Broker:
         self._zk_connected = event is not SessionEvent.SUSPENDED and event is not SessionEvent.LOST
         if event is SessionEvent.LOST:
             self.groups.on_session_lost()
+            self.transactions.on_session_lost()
         self.groups.set_zookeeper_reachable(self._zk_connected)
+        self.transactions.set_zookeeper_reachable(self._zk_connected)
         self.metrics.zk_session_state.set(1 if self._zk_connected else 0)
         self._check_footing()
 

@@ -13,6 +13,7 @@ from pafka.net.deadlines import NetworkDeadlines, read_deadlines
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
 from services.broker.groups.config import GroupConfig
+from services.broker.transactions.config import TransactionConfig
 
 PREFIX = "PAFKA_BROKER_"
 
@@ -44,6 +45,7 @@ class BrokerSettings:
     log: LogConfig = field(default_factory=LogConfig)
     cleaner: CleanerSettings = field(default_factory=CleanerSettings)
     groups: GroupConfig = field(default_factory=GroupConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30_000
     replica_fetch_wait_max_ms: int = 500
@@ -137,6 +139,23 @@ class BrokerSettings:
             raise ConfigError(
                 f"{PREFIX}GROUP_MIN_SESSION_TIMEOUT_MS is above GROUP_MAX_SESSION_TIMEOUT_MS"
             )
+        t = TransactionConfig()
+        transactions = TransactionConfig(
+            max_timeout_ms=env.integer("TRANSACTION_MAX_TIMEOUT_MS", t.max_timeout_ms, minimum=1),
+            id_expiration_ms=env.integer(
+                "TRANSACTIONAL_ID_EXPIRATION_MS", t.id_expiration_ms, minimum=1
+            ),
+            abort_timed_out_interval_ms=env.integer(
+                "TRANSACTION_ABORT_TIMED_OUT_TRANSACTION_CLEANUP_INTERVAL_MS",
+                t.abort_timed_out_interval_ms,
+                minimum=1,
+            ),
+            remove_expired_interval_ms=env.integer(
+                "TRANSACTION_REMOVE_EXPIRED_TRANSACTION_CLEANUP_INTERVAL_MS",
+                t.remove_expired_interval_ms,
+                minimum=1,
+            ),
+        )
         network = read_deadlines(
             env,
             replica_socket_timeout_ms=env.integer(
@@ -165,6 +184,7 @@ class BrokerSettings:
             log=log,
             cleaner=cleaner,
             groups=groups,
+            transactions=transactions,
             min_insync_replicas=env.integer("MIN_INSYNC_REPLICAS", 1, minimum=1),
             replica_lag_time_max_ms=env.integer("REPLICA_LAG_TIME_MAX_MS", 30_000, minimum=100),
             replica_fetch_wait_max_ms=fetch_wait_max_ms,

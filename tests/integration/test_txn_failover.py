@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import signal
 import socket
-import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from pafka.admin import topics as admin
 from pafka.records.encoding import build_batch
+from tests.integration.compaction import wait_until
 from tests.integration.conftest import ClusterHandle
 from tests.integration.conftest import own_cluster as started_cluster
 from tests.integration.txn_wire import (
@@ -32,18 +31,6 @@ def own_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHan
         yield handle
 
 
-def _wait(predicate: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if predicate():
-                return
-        except Exception:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def _open_and_abort(cluster: ClusterHandle, topic: str) -> tuple[int, int]:
     """A: open at 0; B: b1 at 1, aborted by the marker at 2; p at 3. (A, B)."""
     leader = cluster.leader_address(topic, 0)
@@ -57,7 +44,12 @@ def _open_and_abort(cluster: ClusterHandle, topic: str) -> tuple[int, int]:
 
 
 def _held_back(cluster: ClusterHandle, topic: str) -> bool:
-    return list_latest(cluster.leader_address(topic, 0), topic, 1) == 0
+    """The current leader answers read_committed's latest offset with the open transaction's
+    start (False while leadership is still moving)."""
+    try:
+        return list_latest(cluster.leader_address(topic, 0), topic, 1) == 0
+    except (OSError, AssertionError):
+        return False
 
 
 def _after_abort_of_a(cluster: ClusterHandle, topic: str, a: int) -> None:
@@ -77,9 +69,9 @@ def test_a_new_leader_knows_the_open_transactions(own_cluster: ClusterHandle) ->
     old = own_cluster.partition_state(topic, 0).leader
     # Every replica has the batches before the old leader goes (acks=all above).
     own_cluster.local.restart(f"broker-{old}")
-    _wait(lambda: own_cluster.partition_state(topic, 0).leader != old, 30, "a new leader")
+    wait_until(lambda: own_cluster.partition_state(topic, 0).leader != old, "a new leader", 30)
     own_cluster.wait_for_leaders(topic, 1)
-    _wait(lambda: _held_back(own_cluster, topic), 30, "the new leader's stable offset")
+    wait_until(lambda: _held_back(own_cluster, topic), "the new leader's stable offset", 30)
     assert consume(own_cluster.bootstrap, topic, committed=True) == []
     _after_abort_of_a(own_cluster, topic, a)
 
@@ -96,6 +88,6 @@ def test_a_restarted_broker_keeps_its_transactions(
     own_cluster.local.kill(f"broker-{broker}", how)
     own_cluster.local.restart(f"broker-{broker}")
     own_cluster.wait_for_leaders(topic, 1)
-    _wait(lambda: _held_back(own_cluster, topic), 30, "the restarted leader's stable offset")
+    wait_until(lambda: _held_back(own_cluster, topic), "the restarted leader holds back", 30)
     assert consume(own_cluster.bootstrap, topic, committed=True) == []
     _after_abort_of_a(own_cluster, topic, a)

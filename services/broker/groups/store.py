@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError
 
 from pafka.errors import CoordinationError, CorruptZNodeError, NotCoordinatorError
 from pafka.groups.consumer_protocol import TopicPartition
@@ -22,7 +22,6 @@ from pafka.zk.client import check_transaction
 from pafka.zk.znodes import (
     BROKER_IDS,
     CONSUMERS,
-    BrokerInfo,
     CommittedOffsetZNode,
     ConsumerGroupZNodes,
     GroupCoordinatorZNode,
@@ -32,11 +31,12 @@ from pafka.zk.znodes import (
     ZkConsumerRegistration,
     decode_registration,
 )
+from services.broker import claims
 from services.broker.groups import shared_registry
 from services.broker.groups.shared_registry import children, partition_paths, read_all
 
 Z = ConsumerGroupZNodes
-UNCLAIMED = -1
+UNCLAIMED = claims.UNCLAIMED
 
 
 @dataclass
@@ -66,18 +66,9 @@ class Claim:
 
 
 def holder(zk: KazooClient, group: str) -> int | None:
-    """The broker whose claim on ``group`` is live (it is registered), else None."""
-    try:
-        data, _ = zk.get(Z.coordinator_path(group))
-        broker = GroupCoordinatorZNode.decode(group, data or b"").broker_id
-    except NoNodeError:
-        return None
-    except CorruptZNodeError:
-        # FindCoordinator still answers; claiming the group reports the node to the client.
-        return None
-    if broker == UNCLAIMED or zk.exists(BrokerInfo.path(broker)) is None:
-        return None
-    return broker
+    """The broker whose claim on ``group`` is live (it is registered), else None. A malformed
+    claim reads as none: FindCoordinator still answers; claiming reports the node."""
+    return claims.live_holder(zk, GroupCoordinatorZNode, group)
 
 
 def group_exists(zk: KazooClient, group: str) -> bool:
@@ -90,28 +81,10 @@ def claim(zk: KazooClient, group: str, broker_id: int) -> Claim:
         zk.ensure_path(path)
     if not zk.get(Z.group_path(group))[0]:
         zk.set(Z.group_path(group), GroupZNode().encode())
-    path = Z.coordinator_path(group)
-    while True:
-        try:
-            data, stat = zk.get(path)
-        except NoNodeError:
-            try:
-                zk.create(path, GroupCoordinatorZNode(broker_id, 1).encode())
-            except NodeExistsError:
-                continue
-            return Claim(group, 0, 1)
-        current = GroupCoordinatorZNode.decode(group, data or b"")
-        if (
-            current.broker_id not in (broker_id, UNCLAIMED)
-            and zk.exists(BrokerInfo.path(current.broker_id)) is not None
-        ):
-            raise NotCoordinatorError(f"broker {current.broker_id} coordinates group {group!r}")
-        epoch = current.epoch + 1
-        try:
-            zk.set(path, GroupCoordinatorZNode(broker_id, epoch).encode(), version=stat.version)
-        except BadVersionError:
-            continue  # another broker claimed at the same moment; look again
-        return Claim(group, stat.version + 1, epoch, current)
+    version, epoch, previous = claims.take(
+        zk, GroupCoordinatorZNode, group, broker_id, f"group {group!r}"
+    )
+    return Claim(group, version, epoch, previous)
 
 
 def load(zk: KazooClient, group: str) -> GroupSnapshot:

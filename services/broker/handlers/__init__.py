@@ -46,6 +46,11 @@ from services.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from services.broker.handlers.records_admin import handle_delete_records
+from services.broker.handlers.transactions import (
+    handle_add_offsets_to_txn,
+    handle_add_partitions_to_txn,
+    handle_end_txn,
+)
 from services.broker.handlers.txn_markers import handle_write_txn_markers
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
@@ -81,5 +86,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_LOG_DIRS: handle_describe_log_dirs,
     ApiKey.DESCRIBE_CLUSTER: handle_describe_cluster,
     ApiKey.TXN_OFFSET_COMMIT: handle_txn_offset_commit,
+    ApiKey.ADD_PARTITIONS_TO_TXN: handle_add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
+    ApiKey.END_TXN: handle_end_txn,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
 }

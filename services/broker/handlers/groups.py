@@ -21,11 +21,13 @@ from pafka.groups import zk_coordinated
 from pafka.groups.state import GroupState
 from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.protocol.messages import response_class
+from pafka.transactions.ids import validate_transactional_id
 from services.broker.groups.admission import JoinRequest
 from services.broker.groups.runtime import GroupRuntime
 from services.broker.handlers.context import RequestContext
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 def error_code(exc: PafkaError) -> int:
@@ -47,10 +49,13 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
     found: list[tuple[str, int, str | None, int, str, int]] = []
     for key in keys:
         try:
-            if key_type != GROUP_KEY_TYPE:
-                raise InvalidRequestError("only group coordinators exist (no transactions)")
-            validate_group_id(key)
-            info = await ctx.broker.groups.find(key)
+            if key_type == TRANSACTION_KEY_TYPE:
+                info = await ctx.broker.transactions.find(validate_transactional_id(key))
+            elif key_type != GROUP_KEY_TYPE:
+                raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+            else:
+                validate_group_id(key)
+                info = await ctx.broker.groups.find(key)
             found.append((key, 0, None, info.id, info.host, info.port))
         except PafkaError as exc:
             found.append((key, ctx.error(error_code(exc)), str(exc), -1, "", -1))
