@@ -99,7 +99,9 @@ class PartitionTxns:
 
     def aborted_between(self, fetch_offset: int, upper_bound: int) -> tuple[tuple[int, int], ...]:
         """(producer id, first offset) of the aborted transactions overlapping
-        ``[fetch_offset, upper_bound)``, from the segments' transaction indexes."""
+        ``[fetch_offset, upper_bound)`` (cut to what one read can return), from the segments'
+        transaction indexes."""
+        upper_bound = min(upper_bound, self.log.read_upper_bound(fetch_offset))
         if fetch_offset >= upper_bound:
             return ()
         found = collect_aborted(self.log.txn_index_paths(fetch_offset), fetch_offset, upper_bound)

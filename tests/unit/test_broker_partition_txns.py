@@ -69,6 +69,8 @@ def test_stable_offset_and_aborted_index_on_a_leader(tmp_path: Path) -> None:
     assert p.read(0, 1 << 20, up_to_high_watermark=True, read_committed=True).records
     assert p.txns.aborted_between(3, 5) == ((A, 0),)
     assert p.txns.aborted_between(5, 5) == ()
+    # A read returns from one segment: the search for aborted transactions ends with it.
+    assert [p.log.read_upper_bound(o) for o in (0, 2, 3, 4)] == [3, 3, 5, 5]
 
 
 def test_a_clean_restart_loads_the_snapshot(tmp_path: Path) -> None:
