@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pafka.errors import InvalidProducerEpochError
+from pafka.errors import InvalidProducerEpochError, TransactionalIdAuthorizationFailedError
 from pafka.records.batch import NO_PRODUCER_ID, BatchHeader, Buffer, iter_batches
 from pafka.records.control import TxnMarker, parse_marker
 from pafka.storage import producer_snapshot
@@ -107,8 +107,13 @@ class PartitionTxns:
         found = collect_aborted(self.log.txn_index_paths(fetch_offset), fetch_offset, upper_bound)
         return tuple((t.producer_id, t.first_offset) for t in found)
 
-    def check_client_batch(self, head: BatchHeader) -> None:
-        """Before a leader appends a producer's batch."""
+    def check_client_batch(self, head: BatchHeader, transactional_id: str | None) -> None:
+        """Before a leader appends a producer's batch: transactional batches come with a
+        transactional id (Kafka refuses them otherwise, as unauthorized)."""
+        if head.is_transactional and transactional_id is None:
+            raise TransactionalIdAuthorizationFailedError(
+                "transactional records need the produce request's transactional id"
+            )
         if head.producer_id != NO_PRODUCER_ID:
             self.state.check_data(head.producer_id, head.is_transactional)
 

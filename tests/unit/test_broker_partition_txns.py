@@ -10,7 +10,7 @@ import pytest
 
 from pafka.cluster.topic_config import TopicConfig
 from pafka.control.messages import PartitionInfo
-from pafka.errors import InvalidProducerEpochError
+from pafka.errors import InvalidProducerEpochError, TransactionalIdAuthorizationFailedError
 from pafka.records.encoding import build_batch
 from pafka.storage import layout, txn_index
 from pafka.storage.config import LogConfig
@@ -44,10 +44,10 @@ def leader(data_dir: Path) -> Partition:
 def written(data_dir: Path) -> Partition:
     """A: offsets 0-1 then aborted at 4; B: open from 3; a plain batch at 2; a roll at 3."""
     p = leader(data_dir)
-    p.append_as_leader(txn(A, 0, 2), -1)
+    p.append_as_leader(txn(A, 0, 2), -1, "a")
     p.append_as_leader(build_batch([(None, b"plain", [])], timestamp_ms=1000), -1)
     p.log.roll()
-    p.append_as_leader(txn(B, 0), -1)
+    p.append_as_leader(txn(B, 0), -1, "b")
     assert write_marker(p, A, 0, commit=False, coordinator_epoch=0) == 4
     return p
 
@@ -71,6 +71,13 @@ def test_stable_offset_and_aborted_index_on_a_leader(tmp_path: Path) -> None:
     assert p.txns.aborted_between(5, 5) == ()
     # A read returns from one segment: the search for aborted transactions ends with it.
     assert [p.log.read_upper_bound(o) for o in (0, 2, 3, 4)] == [3, 3, 5, 5]
+
+
+def test_transactional_batches_need_a_transactional_id(tmp_path: Path) -> None:
+    p = leader(tmp_path)
+    with pytest.raises(TransactionalIdAuthorizationFailedError):
+        p.append_as_leader(txn(A, 0), -1)
+    assert p.log.log_end_offset == 0
 
 
 def test_a_clean_restart_loads_the_snapshot(tmp_path: Path) -> None:
