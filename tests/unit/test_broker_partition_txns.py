@@ -10,7 +10,11 @@ import pytest
 
 from pafka.cluster.topic_config import TopicConfig
 from pafka.control.messages import PartitionInfo
-from pafka.errors import InvalidProducerEpochError, TransactionalIdAuthorizationFailedError
+from pafka.errors import (
+    InvalidProducerEpochError,
+    NotEnoughReplicasError,
+    TransactionalIdAuthorizationFailedError,
+)
 from pafka.records.encoding import build_batch
 from pafka.storage import layout, txn_index
 from pafka.storage.config import LogConfig
@@ -104,3 +108,28 @@ def test_a_truncation_reopens_the_transaction_its_marker_ended(tmp_path: Path) -
     assert p.txns.state.ongoing == {A: 0, B: 3}
     assert p.txns.last_stable_offset() == 0
     assert p.txns.aborted_between(0, 4) == ()
+
+
+def test_a_follower_replicating_the_log_holds_the_same_transactions(tmp_path: Path) -> None:
+    source = written(tmp_path / "leader")
+    config = TopicConfig()
+    log_ = LogManager(tmp_path / "follower", LogConfig()).get_or_create("t", 0, config.log_config())
+    follower = Partition("t", 0, log_, config)
+    follower.apply(PartitionInfo("t", uuid.uuid4(), 0, 2, 0, (2, ME), (2, ME), 0, 1), ME)
+    offset = 0
+    while offset < source.log.log_end_offset:
+        data = bytes(source.log.read(offset, 1 << 20))
+        follower.append_as_follower(data, source.log.high_watermark)
+        offset = follower.log.log_end_offset
+    follower.log.high_watermark = source.log.high_watermark
+    assert follower.txns.state.ongoing == source.txns.state.ongoing == {B: 3}
+    assert follower.txns.aborted_between(0, 5) == ((A, 0),)
+    assert follower.txns.last_stable_offset() == 3
+
+
+def test_markers_wait_for_min_insync_replicas(tmp_path: Path) -> None:
+    p = leader(tmp_path)
+    p.config = TopicConfig(min_insync_replicas=2)
+    with pytest.raises(NotEnoughReplicasError):
+        write_marker(p, A, 0, commit=True, coordinator_epoch=0)
+    assert p.log.log_end_offset == 0
