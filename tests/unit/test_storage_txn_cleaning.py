@@ -25,22 +25,28 @@ def sealed(log: Log) -> None:
     log.high_watermark = log.log_end_offset
 
 
-def test_the_cleaner_stops_at_the_first_open_transaction(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", CONFIG)
-    txns = PartitionTxns(log, ProducerStateTable())
-    for value in (b"1", b"2"):
-        write(log, b"k", value, T0)
-    sealed(log)
+def write_txn(log: Log, txns: PartitionTxns, pid: int, keys: list[bytes], value: bytes) -> int:
+    """One transactional batch of ``keys``, each set to ``value``; its first offset."""
     batch = build_batch(
-        [(b"k", b"txn", [])],
+        [(key, value, []) for key in keys],
         timestamp_ms=T0,
-        producer_id=PID,
+        producer_id=pid,
         producer_epoch=0,
         base_sequence=0,
         is_transactional=True,
     )
     first = log.append(batch, leader_epoch=0, now_ms=T0).first_offset
     txns.on_data(read_header(batch)._replace(base_offset=first), first)
+    return first
+
+
+def test_the_cleaner_stops_at_the_first_open_transaction(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    txns = PartitionTxns(log, ProducerStateTable())
+    for value in (b"1", b"2"):
+        write(log, b"k", value, T0)
+    sealed(log)
+    first = write_txn(log, txns, PID, [b"k"], b"txn")
     for value in (b"3", b"4"):
         write(log, b"k", value, T0)
     sealed(log)
@@ -79,16 +85,7 @@ def test_an_aborted_transactions_records_go_and_its_marker_stays(tmp_path: Path)
     txns = PartitionTxns(log, ProducerStateTable())
     write(log, b"a", b"committed", T0)
     for pid, commit in ((PID, False), (PID + 1, True)):
-        batch = build_batch(
-            [(b"a", b"txn-%d" % pid, []), (b"b", b"txn-%d" % pid, [])],
-            timestamp_ms=T0,
-            producer_id=pid,
-            producer_epoch=0,
-            base_sequence=0,
-            is_transactional=True,
-        )
-        first = log.append(batch, leader_epoch=0, now_ms=T0).first_offset
-        txns.on_data(read_header(batch)._replace(base_offset=first), first)
+        write_txn(log, txns, pid, [b"a", b"b"], b"txn-%d" % pid)
         marker = build_marker(
             producer_id=pid, producer_epoch=0, commit=commit, coordinator_epoch=0, timestamp_ms=T0
         )
