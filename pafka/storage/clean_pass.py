@@ -17,7 +17,8 @@ Given a :class:`CleanPlan` (plain values, taken on the broker's event loop), the
 
 The swaps themselves happen on the event loop, which owns the log's segment list. Transactional
 and control batches are kept whole and their records are not mapped: an aborted transaction's
-record must never hide a committed older value.
+record must never hide a committed older value. The batches of aborted transactions (known from
+the txn indexes) go, as in Kafka's cleaner; their markers stay.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ class CleanPlan:
     io_max_bytes_per_second: float
     io_buffer_bytes: int
     pause_at: str = ""  # testing: stop at this point (see pause_hook)
+    # (producer id, first offset, marker offset) of the aborted transactions, from the txn
+    # indexes: their batches go.
+    aborted_txns: tuple[tuple[int, int, int], ...] = ()
 
 
 SegmentFileIds = tuple[swap.FileId | None, swap.FileId | None, swap.FileId | None]
@@ -119,6 +123,7 @@ class _Pass:
         self.ids: dict[int, SegmentFileIds] = {}
         self.offsets = OffsetMap(plan.map_memory_bytes)
         self.last_batches: dict[int, int] = {}
+        self.aborted = cleaning.aborted_ranges(plan.aborted_txns)
         self.outcome = CleanOutcome(end_offset=plan.first_dirty_offset)
 
     def __enter__(self) -> _Pass:
@@ -174,11 +179,13 @@ class _Pass:
         )
 
     def _producers_last_batches(self) -> dict[int, int]:
-        """Producer id -> base offset of its last batch in the log (from the headers alone)."""
+        """Producer id -> base offset of its last data batch in the log (from the headers
+        alone): it holds the producer's last sequence (Kafka's lastDataOffset); transaction
+        markers are kept anyway."""
         last: dict[int, int] = {}
         for segment in self.plan.segments + self.plan.tail:
             for header in scan_headers(self.fds[segment.base_offset], segment.size):
-                if header.producer_id >= 0:
+                if header.producer_id >= 0 and not header.is_control:
                     last[header.producer_id] = header.base_offset
         return last
 
@@ -254,6 +261,12 @@ class _Pass:
         """The batch as it goes into the cleaned segment: itself, rebuilt, emptied or None."""
         outcome, plan = self.outcome, self.plan
         outcome.records_read += header.records_count
+        if (
+            header.is_transactional
+            and not header.is_control
+            and cleaning.in_aborted_txn(self.aborted, header.producer_id, header.base_offset)
+        ):
+            return self._emptied(header, batch, has_records=True)
         if not _mapped(header):
             outcome.records_kept += header.records_count
             return batch
@@ -287,9 +300,15 @@ class _Pass:
             return batch
         if kept:
             return rebuild(batch, header, body, kept, delete_horizon_ms=horizon)
+        return self._emptied(header, batch, has_records=bool(spans))
+
+    def _emptied(
+        self, header: BatchHeader, batch: memoryview, *, has_records: bool
+    ) -> memoryview | bytes | None:
+        """A batch none of whose records stay."""
         if header.producer_id >= 0 and self.last_batches[header.producer_id] == header.base_offset:
             # The producer's last: its sequence numbers stay (an empty batch as it is).
-            return empty_batch(header) if spans else batch
+            return empty_batch(header) if has_records else batch
         return None  # an empty batch too, once its producer has written again
 
     def _write(self, writer: ActiveSegment, data: bytearray) -> None:

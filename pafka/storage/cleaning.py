@@ -25,7 +25,7 @@ the delete. Records without a key are dropped, as Kafka's cleaner drops them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 MAX_GROUP_OFFSET_SPAN = 2**31 - 1
@@ -193,3 +193,20 @@ def keep_record(
     if latest_offset > offset:
         return False
     return not expired_tombstone
+
+
+AbortedRanges = dict[int, list[tuple[int, int]]]
+
+
+def aborted_ranges(entries: Iterable[tuple[int, int, int]]) -> AbortedRanges:
+    """Producer id -> [(first offset, marker offset)] of its aborted transactions."""
+    ranges: AbortedRanges = {}
+    for producer_id, first, last in entries:
+        ranges.setdefault(producer_id, []).append((first, last))
+    return ranges
+
+
+def in_aborted_txn(ranges: AbortedRanges, producer_id: int, offset: int) -> bool:
+    """Whether a transactional batch at ``offset`` belongs to an aborted transaction: Kafka's
+    cleaner removes those (no read_committed consumer reads them; the marker stays)."""
+    return any(first <= offset < last for first, last in ranges.get(producer_id, ()))

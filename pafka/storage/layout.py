@@ -50,6 +50,7 @@ _SEGMENT_ANY = re.compile(
     r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex|txnindex)(?P<extra>\..*)?$"
 )
 _SNAPSHOT_FILE = re.compile(r"^(?P<base>\d{20})\.snapshot$")
+_TXN_INDEX_FILE = re.compile(r"^(?P<base>\d{20})\.txnindex$")
 
 
 def partition_dir(data_dir: Path, topic: str, partition: int) -> Path:
@@ -161,6 +162,10 @@ def _offsets_named(directory: Path, pattern: re.Pattern[str]) -> list[int]:
 
 def txn_index_file(directory: Path, base_offset: int) -> Path:
     return directory / (segment_name(base_offset) + TXN_INDEX_SUFFIX)
+
+
+def txn_index_base_offsets(directory: Path) -> list[int]:
+    return _offsets_named(directory, _TXN_INDEX_FILE)
 
 
 def snapshot_file(directory: Path, offset: int) -> Path:

@@ -324,6 +324,14 @@ class Log:
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         return [layout.txn_index_file(self.directory, b) for b in self._bases[i:]]
 
+    def read_upper_bound(self, offset: int) -> int:
+        """Past what a read at ``offset`` can return: the base of the segment after the one it
+        reads from, else the log end (the bound of Kafka's search for aborted transactions)."""
+        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+        while i + 1 < len(self.segments) and self.segments[i].next_offset <= offset:
+            i += 1
+        return self._bases[i + 1] if i + 1 < len(self._bases) else self.log_end_offset
+
     @storage_errors
     def index_aborted_txn(self, entry: txn_index.AbortedTxn) -> None:
         """Record an aborted transaction in the index of the segment holding its marker."""

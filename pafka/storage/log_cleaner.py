@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pafka.errors import KafkaApiError, KafkaStorageError
 from pafka.records.batch import BatchHeader
-from pafka.storage import cleaning, swap
+from pafka.storage import cleaning, swap, txn_index
 from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.clean_pass import (
     CleanedGroup,
@@ -237,6 +237,14 @@ class LogCleaner:
             io_max_bytes_per_second=self.settings.io_max_bytes_per_second,
             io_buffer_bytes=self.settings.io_buffer_bytes,
             pause_at=self.settings.pause_at,
+            aborted_txns=tuple(
+                (t.producer_id, t.first_offset, t.last_offset)
+                for t in txn_index.collect_aborted(
+                    target.txn_index_paths(target.log_start_offset),
+                    target.log_start_offset,
+                    state.first_uncleanable_offset,
+                )
+            ),
         )
         return plan, sealed
 

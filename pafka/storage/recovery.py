@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from pafka.storage import layout, swap
+from pafka.storage import layout, swap, txn_index
 from pafka.storage.active_segment import ActiveSegment
 from pafka.storage.checkpoints import read_epochs, read_partition_offsets, write_epochs
 from pafka.storage.config import LogConfig
@@ -57,6 +57,7 @@ def recover(
     offsets = read_partition_offsets(directory / layout.PARTITION_OFFSETS_CHECKPOINT)
     # Before strays go: an interrupted clean's .cleaned and .deleted files may still be needed.
     swap.recover_swaps(directory)
+    txn_index.adopt_orphans(directory)
     for stray in layout.stray_files(directory):
         log.info("removing leftover %s", stray)
         stray.unlink(missing_ok=True)
@@ -91,9 +92,9 @@ def recover(
             validated.append(segment)
         for doomed in bases[i + 1 :]:
             log.warning("deleting segment %d of %s after a corrupt tail", doomed, directory)
+            layout.txn_index_file(directory, doomed).unlink(missing_ok=True)
             for path in layout.segment_files(directory, doomed):
                 path.unlink(missing_ok=True)
-            layout.txn_index_file(directory, doomed).unlink(missing_ok=True)
         break
     if not segments:
         segments.append(

@@ -102,9 +102,11 @@ class Segment:
 
     def delete(self) -> None:
         self.close()
+        # The txn index first: one left without its log would be taken for a merged segment's
+        # (txn_index.adopt_orphans).
+        layout.txn_index_file(self.directory, self.base_offset).unlink(missing_ok=True)
         for path in layout.segment_files(self.directory, self.base_offset):
             path.unlink(missing_ok=True)
-        layout.txn_index_file(self.directory, self.base_offset).unlink(missing_ok=True)
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from pafka.storage import layout
+
 ENTRY = struct.Struct(
     ">"
     "h"  # version             0
@@ -78,6 +80,22 @@ def truncate(path: Path, offset: int) -> None:
         return
     with open(path, "r+b") as f:
         f.truncate(keep * ENTRY_SIZE)
+
+
+def adopt_orphans(directory: Path) -> None:
+    """Move the entries of transaction indexes whose segment is gone into the index of the
+    segment now covering their offsets: a clean that merged segments and was completed by
+    recovery (``swap``) before the log moved them itself."""
+    bases = layout.segment_base_offsets(directory)
+    for base in layout.txn_index_base_offsets(directory):
+        if base in bases:
+            continue
+        orphan = layout.txn_index_file(directory, base)
+        covering = [b for b in bases if b < base]
+        if covering:
+            for entry in read(orphan):
+                append(layout.txn_index_file(directory, covering[-1]), entry)
+        orphan.unlink(missing_ok=True)
 
 
 def collect(

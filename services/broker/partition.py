@@ -197,7 +197,9 @@ class Partition:
                 f"broker is not the leader for {self.topic}-{self.index} (leader is {self.leader})"
             )
 
-    def append_as_leader(self, records: bytes | memoryview, acks: int) -> AppendResult:
+    def append_as_leader(
+        self, records: bytes | memoryview, acks: int, transactional_id: str | None = None
+    ) -> AppendResult:
         self.ensure_leader()
         if acks not in (-1, 0, 1):
             raise InvalidRequiredAcksError(f"acks must be -1, 0 or 1, not {acks}")
@@ -230,7 +232,7 @@ class Partition:
                 return AppendResult(
                     duplicate.first_offset, -1, self.log.log_start_offset, duplicate.last_offset
                 )
-            self.txns.check_client_batch(head)
+            self.txns.check_client_batch(head, transactional_id)
         self.followers.on_leader_append(self.log.log_end_offset, now_ms)
         info = self.log.append(records, leader_epoch=self.leader_epoch, now_ms=now_ms)
         for head in idempotent:

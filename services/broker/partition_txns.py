@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pafka.errors import InvalidProducerEpochError
+from pafka.errors import InvalidProducerEpochError, TransactionalIdAuthorizationFailedError
 from pafka.records.batch import NO_PRODUCER_ID, BatchHeader, Buffer, iter_batches
 from pafka.records.control import TxnMarker, parse_marker
 from pafka.storage import producer_snapshot
@@ -99,14 +99,21 @@ class PartitionTxns:
 
     def aborted_between(self, fetch_offset: int, upper_bound: int) -> tuple[tuple[int, int], ...]:
         """(producer id, first offset) of the aborted transactions overlapping
-        ``[fetch_offset, upper_bound)``, from the segments' transaction indexes."""
+        ``[fetch_offset, upper_bound)`` (cut to what one read can return), from the segments'
+        transaction indexes."""
+        upper_bound = min(upper_bound, self.log.read_upper_bound(fetch_offset))
         if fetch_offset >= upper_bound:
             return ()
         found = collect_aborted(self.log.txn_index_paths(fetch_offset), fetch_offset, upper_bound)
         return tuple((t.producer_id, t.first_offset) for t in found)
 
-    def check_client_batch(self, head: BatchHeader) -> None:
-        """Before a leader appends a producer's batch."""
+    def check_client_batch(self, head: BatchHeader, transactional_id: str | None) -> None:
+        """Before a leader appends a producer's batch: transactional batches come with a
+        transactional id (Kafka refuses them otherwise, as unauthorized)."""
+        if head.is_transactional and transactional_id is None:
+            raise TransactionalIdAuthorizationFailedError(
+                "transactional records need the produce request's transactional id"
+            )
         if head.producer_id != NO_PRODUCER_ID:
             self.state.check_data(head.producer_id, head.is_transactional)
 

@@ -10,6 +10,7 @@ from tests.integration.txn_wire import init_producer_id, produce, txn_batch, wri
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
 TRANSACTION_COORDINATOR_FENCED = 52
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 NOT_LEADER_OR_FOLLOWER = 6
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
@@ -40,6 +41,8 @@ def test_markers_end_transactions_and_fence_old_epochs(cluster) -> None:  # type
     with socket.create_connection(leader, timeout=15) as sock:
         stale = produce(sock, topic, txn_batch([b"e"], pid, 0, 3), 4)
         assert stale.error_code == INVALID_PRODUCER_EPOCH
+        anonymous = produce(sock, topic, txn_batch([b"f"], pid, 1, 0), 5, transactional_id=None)
+        assert anonymous.error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 def test_markers_refused_where_the_partition_is_not_led(cluster) -> None:  # type: ignore[no-untyped-def]

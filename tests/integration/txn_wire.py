@@ -22,6 +22,7 @@ from pafka.records.encoding import build_batch
 from tests.integration.wire import produce_request, request_once, roundtrip
 
 MARKERS_VERSION = 1
+TRANSACTIONAL_ID = "txn-tests"
 
 
 def init_producer_id(address: tuple[str, int]) -> int:
@@ -48,9 +49,17 @@ def txn_batch(
     )
 
 
-def produce(sock: socket.socket, topic: str, records: bytes, cid: int = 1) -> Any:
+def produce(
+    sock: socket.socket,
+    topic: str,
+    records: bytes,
+    cid: int = 1,
+    transactional_id: str | None = TRANSACTIONAL_ID,
+) -> Any:
     """One batch to partition 0 with acks=all; the partition's response."""
-    resp = roundtrip(sock, produce_request(topic, 0, records, acks=-1), ProduceResponse, 8, cid)
+    request = produce_request(topic, 0, records, acks=-1)
+    request.transactional_id = transactional_id
+    resp = roundtrip(sock, request, ProduceResponse, 8, cid)
     return resp.responses[0].partition_responses[0]
 
 

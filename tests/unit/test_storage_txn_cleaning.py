@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pafka.records.batch import read_header
+from pafka.records.control import build_marker, parse_marker
 from pafka.records.encoding import build_batch
 from pafka.storage import layout, txn_index
 from pafka.storage.log import Log
 from pafka.storage.txn_index import AbortedTxn
 from services.broker.partition_txns import PartitionTxns
 from services.broker.producer_state import ProducerStateTable
-from tests.unit.compaction_util import clean, compacted_config, plan_of, write
+from tests.unit.compaction_util import clean, compacted_config, plan_of, read_all, write
 
 T0 = 1_700_000_000_000
 CONFIG = compacted_config()
@@ -24,22 +25,28 @@ def sealed(log: Log) -> None:
     log.high_watermark = log.log_end_offset
 
 
-def test_the_cleaner_stops_at_the_first_open_transaction(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", CONFIG)
-    txns = PartitionTxns(log, ProducerStateTable())
-    for value in (b"1", b"2"):
-        write(log, b"k", value, T0)
-    sealed(log)
+def write_txn(log: Log, txns: PartitionTxns, pid: int, keys: list[bytes], value: bytes) -> int:
+    """One transactional batch of ``keys``, each set to ``value``; its first offset."""
     batch = build_batch(
-        [(b"k", b"txn", [])],
+        [(key, value, []) for key in keys],
         timestamp_ms=T0,
-        producer_id=PID,
+        producer_id=pid,
         producer_epoch=0,
         base_sequence=0,
         is_transactional=True,
     )
     first = log.append(batch, leader_epoch=0, now_ms=T0).first_offset
     txns.on_data(read_header(batch)._replace(base_offset=first), first)
+    return first
+
+
+def test_the_cleaner_stops_at_the_first_open_transaction(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    txns = PartitionTxns(log, ProducerStateTable())
+    for value in (b"1", b"2"):
+        write(log, b"k", value, T0)
+    sealed(log)
+    first = write_txn(log, txns, PID, [b"k"], b"txn")
     for value in (b"3", b"4"):
         write(log, b"k", value, T0)
     sealed(log)
@@ -71,3 +78,28 @@ def test_merged_segments_keep_every_aborted_transaction(tmp_path: Path) -> None:
     assert txn_index.read(layout.txn_index_file(log.directory, bases[0])) == entries
     for base in bases[1:]:
         assert not layout.txn_index_file(log.directory, base).exists()
+
+
+def test_an_aborted_transactions_records_go_and_its_marker_stays(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    txns = PartitionTxns(log, ProducerStateTable())
+    write(log, b"a", b"committed", T0)
+    for pid, commit in ((PID, False), (PID + 1, True)):
+        write_txn(log, txns, pid, [b"a", b"b"], b"txn-%d" % pid)
+        marker = build_marker(
+            producer_id=pid, producer_epoch=0, commit=commit, coordinator_epoch=0, timestamp_ms=T0
+        )
+        offset = log.append(marker, leader_epoch=0, now_ms=T0, control=True).first_offset
+        txns.on_marker(
+            read_header(marker)._replace(base_offset=offset), offset, parse_marker(marker)
+        )
+    write(log, b"c", b"after", T0)
+    sealed(log)
+    assert clean(log, T0 + 5) is not None
+    values = [(r.offset, r.value) for r in read_all(log)]
+    assert values == [(0, b"committed"), (4, b"txn-10"), (5, b"txn-10"), (7, b"after")]
+    controls = [h.base_offset for h in log.iter_headers() if h.is_control]
+    assert controls == [3, 6]
+    # The aborted batch was its producer's last data batch: kept empty, for its sequence.
+    (emptied,) = [h for h in log.iter_headers() if h.producer_id == PID and not h.is_control]
+    assert (emptied.base_offset, emptied.records_count, emptied.base_sequence) == (1, 0, 0)

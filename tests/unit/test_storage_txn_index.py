@@ -8,7 +8,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pafka.storage import txn_index
+from pafka.storage import layout, txn_index
+from pafka.storage.config import LogConfig
+from pafka.storage.log import Log
 from pafka.storage.txn_index import AbortedTxn
 
 
@@ -73,3 +75,17 @@ def test_collect_across_segments_stops_when_complete(tmp_path: Path) -> None:
         AbortedTxn(1, 0, 4, 5),
         AbortedTxn(2, 3, 12, 13),
     ]
+
+
+def test_a_merged_segments_orphaned_index_is_adopted_on_open(tmp_path: Path) -> None:
+    """Recovery completed a clean's swap of segments 0 and 3 into one at 0: the index of 3
+    has no log any more, and its entries belong to the segment at 0."""
+    directory = tmp_path / "t-0"
+    Log.open(directory, LogConfig()).close()
+    first = AbortedTxn(1, 0, 1, 2)
+    orphan = AbortedTxn(2, 3, 4, 5)
+    txn_index.append(layout.txn_index_file(directory, 0), first)
+    txn_index.append(layout.txn_index_file(directory, 3), orphan)
+    Log.open(directory, LogConfig()).close()
+    assert txn_index.read(layout.txn_index_file(directory, 0)) == [first, orphan]
+    assert not layout.txn_index_file(directory, 3).exists()

@@ -44,7 +44,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> Pr
                     records = produced_as_v2(ctx, name, records)
                 if before_zstd:
                     refuse_zstd(records, ctx.api_version)
-                result = partition.append_as_leader(records, acks)
+                result = partition.append_as_leader(records, acks, request.transactional_id)
             except PafkaError as exc:
                 appended.append((name, pdata.index, None, exc))
                 continue
