@@ -67,9 +67,10 @@ class CachedPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int
-    # -1: never told (or told an error), so the next response must carry the partition.
     high_watermark: int = -1
     log_start_offset: int = -1
+    # False: never told, or last told an error, so the next response must carry the partition.
+    told: bool = False
 
 
 def apply_request(
@@ -108,7 +109,8 @@ class PartitionOutcome:
 def must_respond(cached: CachedPartition, outcome: PartitionOutcome) -> bool:
     """Does an incremental response carry this partition?"""
     return (
-        outcome.records_bytes > 0
+        not cached.told
+        or outcome.records_bytes > 0
         or outcome.error_code != 0
         or outcome.high_watermark != cached.high_watermark
         or outcome.log_start_offset != cached.log_start_offset
@@ -117,8 +119,8 @@ def must_respond(cached: CachedPartition, outcome: PartitionOutcome) -> bool:
 
 def remember_response(cached: CachedPartition, outcome: PartitionOutcome) -> None:
     """The client has now been told ``outcome``; after an error it is told everything again."""
-    if outcome.error_code != 0:
-        cached.high_watermark = -1
+    cached.told = outcome.error_code == 0
+    if not cached.told:
         return
     cached.high_watermark = outcome.high_watermark
     cached.log_start_offset = outcome.log_start_offset

@@ -54,11 +54,9 @@ class ProducerStateTable:
         """The earlier batch this one duplicates, None when it may be appended, else raise."""
         entry = self.producers.get(producer_id)
         if entry is None:
-            if first_seq != 0:
-                raise OutOfOrderSequenceError(
-                    f"producer {producer_id} is unknown here and its first batch has sequence "
-                    f"{first_seq}, not 0"
-                )
+            # Any sequence, as Kafka 2.5+ (KIP-360): this partition may have lost the producer's
+            # state (retention, DeleteRecords, eviction), and a refusal would make the client
+            # reset its sequences and send again what may already be written.
             return None
         if epoch < entry.epoch:
             raise InvalidProducerEpochError(

@@ -43,10 +43,18 @@ def test_a_duplicate_matches_both_ends_of_a_written_batch() -> None:
     assert table.check(1, 0, 10, 30) is None
 
 
+def test_a_producer_unknown_here_may_start_at_any_sequence() -> None:
+    """Kafka 2.5+ (KIP-360): no state for the producer (its records deleted by retention or
+    DeleteRecords, or never seen by this leader) means no sequence to continue."""
+    table = ProducerStateTable()
+    assert table.check(1, 0, 3, 3) is None
+    record(table, 1, 0, 3, 1, 0)
+    with pytest.raises(OutOfOrderSequenceError):
+        table.check(1, 0, 5, 5)
+
+
 def test_gaps_and_fencing() -> None:
     table = ProducerStateTable()
-    with pytest.raises(OutOfOrderSequenceError):
-        table.check(1, 0, 3, 3)
     record(table, 1, 3, 0, 1, 0)
     with pytest.raises(OutOfOrderSequenceError):
         table.check(1, 3, 5, 5)
