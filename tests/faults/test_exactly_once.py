@@ -130,7 +130,9 @@ def transaction_coordinator(cluster: ClusterHandle, transactional_id: str) -> in
     raise AssertionError(f"no broker names a coordinator for {transactional_id}")
 
 
-def read_committed(bootstrap: str, topic: str) -> list[str]:
+def read_committed(bootstrap: str, topic: str, quiet_s: float = 5.0) -> list[str]:
+    """Every record a read_committed consumer reads from the start, once quiet for
+    ``quiet_s``."""
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -143,7 +145,7 @@ def read_committed(bootstrap: str, topic: str) -> list[str]:
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         got: list[str] = []
         quiet = time.monotonic()
-        while time.monotonic() - quiet < 5:
+        while time.monotonic() - quiet < quiet_s:
             for msg in c.consume(1000, timeout=0.5):
                 assert msg.error() is None, msg.error()
                 got.append((msg.value() or b"").decode())

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 
 from tests.faults.conftest import fault_cluster_with
 from tests.faults.eos_processor import retried
-from tests.faults.test_exactly_once import transaction_coordinator
+from tests.faults.test_exactly_once import read_committed, transaction_coordinator
 from tests.integration.conftest import ClusterHandle
 
 pytestmark = pytest.mark.faults
@@ -40,29 +40,6 @@ def txn_fault_cluster(tmp_path: Path) -> Iterator[ClusterHandle]:
     }
     with fault_cluster_with(tmp_path, env) as handle:
         yield handle
-
-
-def read_committed(bootstrap: str, topic: str, quiet_s: float = 4.0) -> list[str]:
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"check-{uuid.uuid4()}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        got: list[str] = []
-        quiet = time.monotonic()
-        while time.monotonic() - quiet < quiet_s:
-            for msg in c.consume(1000, timeout=0.5):
-                assert msg.error() is None, msg.error()
-                got.append((msg.value() or b"").decode())
-                quiet = time.monotonic()
-        return got
-    finally:
-        c.close()
 
 
 def test_the_coordinators_broker_killed_mid_commit_loses_and_duplicates_nothing(
