@@ -94,6 +94,7 @@ BELOW_SPEC_VERSIONS: dict[int, range] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: range(0, 2),
     ApiKey.DESCRIBE_CONFIGS: range(0, 1),
     35: range(0, 1),  # DescribeLogDirs
+    ApiKey.WRITE_TXN_MARKERS: range(0, 1),
 }
 
 _REQUESTS: dict[ApiKey, Any] = {

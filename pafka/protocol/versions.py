@@ -72,7 +72,7 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (0, 4),
     # Kafka 2.8 serves v0-v1; v0 is below kafka-python's specs and has no hand-written
     # reference class to check it against (BELOW_SPEC_VERSIONS), so only v1 is served.
-    ApiKey.WRITE_TXN_MARKERS: (1, 1),
+    ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),

@@ -34,7 +34,8 @@ def test_markers_end_transactions_and_fence_old_epochs(cluster) -> None:  # type
     # An older coordinator epoch is fenced; the coordinator's epoch bump then fences epoch 0.
     fenced = write_marker(leader, topic, pid, 0, commit=False, coordinator_epoch=2)
     assert fenced == [TRANSACTION_COORDINATOR_FENCED]
-    assert write_marker(leader, topic, pid, 1, commit=False, coordinator_epoch=3) == [0]
+    # (Kafka 2.8's v0, the classic encoding, as the flexible v1.)
+    assert write_marker(leader, topic, pid, 1, commit=False, coordinator_epoch=3, version=0) == [0]
     assert write_marker(leader, topic, pid, 0, commit=False, coordinator_epoch=3) == [
         INVALID_PRODUCER_EPOCH
     ]

@@ -72,9 +72,10 @@ def write_marker(
     commit: bool,
     coordinator_epoch: int = 0,
     partitions: tuple[int, ...] = (0,),
+    version: int = MARKERS_VERSION,
 ) -> list[int]:
     """WriteTxnMarkers for ``topic``'s partitions; the error code of each."""
-    R = WriteTxnMarkersRequest[MARKERS_VERSION]
+    R = WriteTxnMarkersRequest[version]
     marker = R.WritableTxnMarker(
         producer_id=producer_id,
         producer_epoch=epoch,
@@ -86,7 +87,7 @@ def write_marker(
         ],
         coordinator_epoch=coordinator_epoch,
     )
-    resp = request_once(address, R(markers=[marker]), WriteTxnMarkersResponse, MARKERS_VERSION)
+    resp = request_once(address, R(markers=[marker]), WriteTxnMarkersResponse, version)
     (result,) = resp.markers
     assert result.producer_id == producer_id
     return [p.error_code for t in result.topics for p in t.partitions]

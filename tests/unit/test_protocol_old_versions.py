@@ -58,6 +58,7 @@ REFERENCES: list[tuple[Any, Any]] = [
     (old_epoch.OffsetForLeaderEpochRequest_v1, old_epoch.OffsetForLeaderEpochResponse_v1),
 ]
 DESCRIBE_LOG_DIRS = 35
+WRITE_TXN_MARKERS = 27
 CORRELATION_ID = 1234567
 CLIENT_ID = "old-client"
 
@@ -101,6 +102,7 @@ def _id(pair: tuple[Any, Any]) -> str:
 def test_every_version_below_the_specs_has_a_reference() -> None:
     referenced = {(req.API_KEY, req.API_VERSION) for req, _ in REFERENCES}
     referenced.add((DESCRIBE_LOG_DIRS, 0))
+    referenced.add((WRITE_TXN_MARKERS, 0))
     listed = {(key, v) for key, versions in BELOW_SPEC_VERSIONS.items() for v in versions}
     assert listed == referenced
 
@@ -222,3 +224,65 @@ def test_describe_log_dirs_v0_response_encodes_as_the_handwritten_class(
     body.API_VERSION = 0
     body.with_header(correlation_id=CORRELATION_ID)
     assert bytes(body.encode(header=True, framed=True)) == frame
+
+
+# WriteTxnMarkers v0 (Kafka 2.8: v0 classic, v1 flexible; Kafka 4 dropped v0, and kafka-python
+# has no hand-written class of it): golden bytes laid out from Kafka 2.8's message spec.
+WRITE_TXN_MARKERS_V0_REQUEST = (
+    b"\x00\x00\x00\x01"  # one marker
+    + struct.pack(">qh?", 42, 3, True)  # producer id, producer epoch, COMMIT
+    + b"\x00\x00\x00\x01"  # one topic
+    + b"\x00\x01t"
+    + b"\x00\x00\x00\x02"  # two partitions
+    + struct.pack(">ii", 0, 3)
+    + struct.pack(">i", 7)  # coordinator epoch
+)
+WRITE_TXN_MARKERS_V0_RESPONSE = (
+    b"\x00\x00\x00\x01"  # one marker result
+    + struct.pack(">q", 42)
+    + b"\x00\x00\x00\x01"  # one topic
+    + b"\x00\x01t"
+    + b"\x00\x00\x00\x01"  # one partition
+    + struct.pack(">ih", 3, 47)  # partition 3: INVALID_PRODUCER_EPOCH
+)
+
+
+def test_golden_write_txn_markers_v0_request() -> None:
+    client = CLIENT_ID.encode()
+    header = struct.pack(">hhih", WRITE_TXN_MARKERS, 0, CORRELATION_ID, len(client)) + client
+    frame = header + WRITE_TXN_MARKERS_V0_REQUEST
+    request = decode_request(frame)
+    assert request.header == RequestHeader(WRITE_TXN_MARKERS, 0, CORRELATION_ID, CLIENT_ID)
+    (marker,) = request.body.markers
+    assert (marker.producer_id, marker.producer_epoch, marker.transaction_result) == (42, 3, True)
+    assert [(t.name, list(t.partition_indexes)) for t in marker.topics] == [("t", [0, 3])]
+    assert marker.coordinator_epoch == 7
+    again = encode_request(ApiKey.WRITE_TXN_MARKERS, 0, request.body, CORRELATION_ID, CLIENT_ID)
+    assert again == struct.pack(">i", len(frame)) + frame
+
+
+def test_golden_write_txn_markers_v0_response_built_as_the_handler_does() -> None:
+    cls = response_class(WRITE_TXN_MARKERS, 0)
+    body = cls(
+        markers=[
+            cls.WritableTxnMarkerResult(
+                producer_id=42,
+                topics=[
+                    cls.WritableTxnMarkerResult.WritableTxnMarkerTopicResult(
+                        name="t",
+                        partitions=[
+                            cls.WritableTxnMarkerResult.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(
+                                partition_index=3, error_code=47
+                            )
+                        ],
+                    )
+                ],
+            )
+        ]
+    )
+    frame = encode_response(RequestHeader(WRITE_TXN_MARKERS, 0, CORRELATION_ID), body)
+    assert (
+        bytes(frame)
+        == struct.pack(">ii", 4 + len(WRITE_TXN_MARKERS_V0_RESPONSE), CORRELATION_ID)
+        + WRITE_TXN_MARKERS_V0_RESPONSE
+    )
