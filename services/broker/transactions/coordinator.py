@@ -46,6 +46,11 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# How long AddPartitionsToTxn and AddOffsetsToTxn wait for the previous transaction's markers
+# before answering CONCURRENT_TRANSACTIONS.
+CONCURRENT_WAIT_S = 0.05
+
+
 @dataclass(eq=False)
 class HeldId:
     claim: store.Claim
@@ -290,6 +295,7 @@ class TransactionCoordinator:
             tid,
             producer_id,
             lambda m, now: decide.add_partitions(m, producer_id, epoch, wanted, now),
+            after_markers=True,
         )
 
     async def add_offsets(self, tid: str, producer_id: int, epoch: int, group_id: str) -> None:
@@ -297,6 +303,7 @@ class TransactionCoordinator:
             tid,
             producer_id,
             lambda m, now: decide.add_offsets(m, producer_id, epoch, group_id, now),
+            after_markers=True,
         )
 
     async def end_txn(self, tid: str, producer_id: int, epoch: int, committed: bool) -> None:
@@ -309,11 +316,18 @@ class TransactionCoordinator:
         tid: str,
         producer_id: int,
         decision: Callable[[TxnMetadata | None, int], TxnMetadata | None],
+        *,
+        after_markers: bool = False,
     ) -> None:
         """Take a request's decision under the id's lock and write it; a Prepare state is
         written before the answer (from then on the outcome survives this broker) and its
-        markers go out after."""
+        markers go out after. With ``after_markers``, a request arriving while the previous
+        transaction's markers are still being written waits for them a little (they usually
+        take a few milliseconds) rather than being answered CONCURRENT_TRANSACTIONS at once,
+        which clients retry only after a fixed back-off (20 ms in librdkafka and Kafka's)."""
         held = await self._held_or_unknown(tid, producer_id)
+        if after_markers and held.markers is not None and not held.markers.done():
+            await asyncio.wait({held.markers}, timeout=CONCURRENT_WAIT_S)
         async with held.lock:
             self._require_current(held)
             new = decision(held.meta, now_ms())
