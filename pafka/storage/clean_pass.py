@@ -15,10 +15,11 @@ Given a :class:`CleanPlan` (plain values, taken on the broker's event loop), the
 5. for each group that changed, syncs the new files and commits the swap's manifest
    (:mod:`pafka.storage.swap`). A group where nothing went is left as it was.
 
-The swaps themselves happen on the event loop, which owns the log's segment list. Transactional
-and control batches are kept whole and their records are not mapped: an aborted transaction's
-record must never hide a committed older value. The batches of aborted transactions (known from
-the txn indexes) go, as in Kafka's cleaner; their markers stay.
+The swaps themselves happen on the event loop, which owns the log's segment list. A clean never
+reaches an open transaction, so every transactional batch it reads is decided: the batches of
+aborted transactions (known from the txn indexes) go and are never mapped (an aborted record
+must never hide a committed older value), as in Kafka's cleaner; committed transactions' records
+are compacted like any others. Markers (control batches) stay.
 """
 
 from __future__ import annotations
@@ -197,7 +198,7 @@ class _Pass:
             if segment.next_offset <= first_dirty:
                 continue
             for header, batch in self._batches(segment):
-                if header.last_offset < first_dirty or not _mapped(header):
+                if header.last_offset < first_dirty or not self._mapped(header):
                     continue
                 if offsets and len(offsets) + header.records_count > offsets.capacity:
                     return max(header.base_offset, first_dirty)
@@ -261,13 +262,9 @@ class _Pass:
         """The batch as it goes into the cleaned segment: itself, rebuilt, emptied or None."""
         outcome, plan = self.outcome, self.plan
         outcome.records_read += header.records_count
-        if (
-            header.is_transactional
-            and not header.is_control
-            and cleaning.in_aborted_txn(self.aborted, header.producer_id, header.base_offset)
-        ):
+        if self._aborted(header):
             return self._emptied(header, batch, has_records=True)
-        if not _mapped(header):
+        if header.is_control:
             outcome.records_kept += header.records_count
             return batch
         check_batch(batch, 0, header)
@@ -302,6 +299,18 @@ class _Pass:
             return rebuild(batch, header, body, kept, delete_horizon_ms=horizon)
         return self._emptied(header, batch, has_records=bool(spans))
 
+    def _aborted(self, header: BatchHeader) -> bool:
+        return (
+            header.is_transactional
+            and not header.is_control
+            and cleaning.in_aborted_txn(self.aborted, header.producer_id, header.base_offset)
+        )
+
+    def _mapped(self, header: BatchHeader) -> bool:
+        """Whether the batch's records enter the offset map: data of no transaction or of a
+        committed one."""
+        return not header.is_control and not self._aborted(header)
+
     def _emptied(
         self, header: BatchHeader, batch: memoryview, *, has_records: bool
     ) -> memoryview | bytes | None:
@@ -332,10 +341,6 @@ def _summaries(segments: list[PlannedSegment]) -> list[cleaning.SegmentSummary]:
         )
         for s in segments
     ]
-
-
-def _mapped(header: BatchHeader) -> bool:
-    return not (header.is_control or header.is_transactional)
 
 
 def maybe_pause(plan: CleanPlan, point: str) -> None:

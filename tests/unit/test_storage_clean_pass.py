@@ -152,27 +152,6 @@ def test_a_producers_last_batch_survives_empty(tmp_path: Path) -> None:
     check_consistent(log, read_all(log))
 
 
-def test_transactional_batches_are_kept_whole_and_hide_nothing(tmp_path: Path) -> None:
-    log = Log.open(tmp_path / "t-0", CONFIG)
-    write(log, b"a", b"committed", T0)
-    batch = build_batch(
-        [(b"a", b"in-txn", []), (b"b", b"in-txn", [])],
-        timestamp_ms=T0,
-        producer_id=9,
-        producer_epoch=0,
-        base_sequence=0,
-        is_transactional=True,
-    )
-    log.append(batch, leader_epoch=0, now_ms=T0)
-    write(log, b"b", b"later", T0)
-    sealed(log, T0)
-    assert clean(log, T0 + 5) is not None
-    values = [(r.offset, r.value) for r in read_all(log)]
-    # The older committed value of a is not hidden by the transaction's record, and the
-    # transaction's superseded record of b stays with its batch.
-    assert values == [(0, b"committed"), (1, b"in-txn"), (2, b"in-txn"), (3, b"later")]
-
-
 def test_keyless_records_are_dropped(tmp_path: Path) -> None:
     log = Log.open(tmp_path / "t-0", CONFIG)
     write(log, None, b"no key", T0)

@@ -97,9 +97,28 @@ def test_an_aborted_transactions_records_go_and_its_marker_stays(tmp_path: Path)
     sealed(log)
     assert clean(log, T0 + 5) is not None
     values = [(r.offset, r.value) for r in read_all(log)]
-    assert values == [(0, b"committed"), (4, b"txn-10"), (5, b"txn-10"), (7, b"after")]
+    # The committed transaction's "a" supersedes the plain one at 0; the aborted one's never.
+    assert values == [(4, b"txn-10"), (5, b"txn-10"), (7, b"after")]
     controls = [h.base_offset for h in log.iter_headers() if h.is_control]
     assert controls == [3, 6]
     # The aborted batch was its producer's last data batch: kept empty, for its sequence.
     (emptied,) = [h for h in log.iter_headers() if h.producer_id == PID and not h.is_control]
     assert (emptied.base_offset, emptied.records_count, emptied.base_sequence) == (1, 0, 0)
+
+
+def test_a_committed_transactions_records_are_compacted_like_any_others(tmp_path: Path) -> None:
+    log = Log.open(tmp_path / "t-0", CONFIG)
+    txns = PartitionTxns(log, ProducerStateTable())
+    write_txn(log, txns, PID, [b"a", b"b"], b"txn")
+    marker = build_marker(
+        producer_id=PID, producer_epoch=0, commit=True, coordinator_epoch=0, timestamp_ms=T0
+    )
+    offset = log.append(marker, leader_epoch=0, now_ms=T0, control=True).first_offset
+    txns.on_marker(read_header(marker)._replace(base_offset=offset), offset, parse_marker(marker))
+    write(log, b"a", b"later", T0)
+    write(log, b"c", b"end", T0)
+    sealed(log)
+    assert clean(log, T0 + 5) is not None
+    values = [(r.offset, r.key, r.value) for r in read_all(log)]
+    assert values == [(1, b"b", b"txn"), (3, b"a", b"later"), (4, b"c", b"end")]
+    assert [h.base_offset for h in log.iter_headers() if h.is_control] == [2]
