@@ -48,6 +48,7 @@ def main() -> None:
     for name in ("bootstrap", "input", "output", "group", "transactional_id"):
         parser.add_argument(name)
     parser.add_argument("--until-idle", type=float, default=0.0)
+    parser.add_argument("--debug", default="", help="librdkafka debug contexts, e.g. eos,cgrp")
     args = parser.parse_args()
     consumer = Consumer(
         {
@@ -57,6 +58,7 @@ def main() -> None:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "session.timeout.ms": 10_000,
+            **({"debug": args.debug} if args.debug else {}),
         }
     )
     producer = Producer(
@@ -65,6 +67,7 @@ def main() -> None:
             "transactional.id": args.transactional_id,
             "transaction.timeout.ms": 30_000,
             "linger.ms": 5,
+            **({"debug": args.debug} if args.debug else {}),
         }
     )
     producer.init_transactions(120)

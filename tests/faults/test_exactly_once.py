@@ -5,6 +5,7 @@ see it, holds the output of every acknowledged input exactly once."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -74,8 +75,15 @@ class Processor:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
+            debug = os.environ.get("PAFKA_EOS_PROCESSOR_DEBUG", "")
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.faults.eos_processor", *self.args],
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.faults.eos_processor",
+                    *self.args,
+                    f"--debug={debug}",
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
