@@ -118,11 +118,19 @@ def log_end_total(bootstrap: str, topic: str) -> int:
         c.close()
 
 
-def wait_progress(bootstrap: str, group: str, topic: str, more: int, timeout_s: float) -> None:
+def wait_progress(
+    bootstrap: str, group: str, topic: str, more: int, timeout_s: float, processor: Processor
+) -> None:
+    """Until the group committed ``more`` offsets; a processor that died says so at once,
+    with its log."""
     start = committed_total(bootstrap, group, topic)
     deadline = time.monotonic() + timeout_s
     while committed_total(bootstrap, group, topic) < start + more:
-        assert time.monotonic() < deadline, f"the processor committed fewer than {more} more"
+        processor.check_alive()
+        assert time.monotonic() < deadline, (
+            f"the processor committed fewer than {more} more; its log ends:\n"
+            + processor.log.read_text(errors="replace")[-6000:]
+        )
         time.sleep(0.5)
 
 
@@ -178,20 +186,20 @@ def test_kill_9_of_processor_coordinator_and_leader_keeps_exactly_once(
     writer.start()
     processor = Processor([boot, source, sink, group, txn_id], tmp_path / "proc.log")
     try:
-        wait_progress(boot, group, source, 500, 120)
+        wait_progress(boot, group, source, 500, 120, processor)
         # 1. The processor dies mid-stream; a new instance fences it and goes on.
         processor.kill()
         processor.start()
-        wait_progress(boot, group, source, 500, 120)
+        wait_progress(boot, group, source, 500, 120, processor)
         # 2. The transaction coordinator's broker dies; coordination moves.
         victim = transaction_coordinator(cluster, txn_id)
         cluster.local.kill(f"broker-{victim}", signal.SIGKILL)
-        wait_progress(boot, group, source, 500, 180)
+        wait_progress(boot, group, source, 500, 180, processor)
         cluster.local.restart(f"broker-{victim}")
         # 3. A leader of the output topic dies.
         leader = cluster.partition_state(sink, 0).leader
         cluster.local.kill(f"broker-{leader}", signal.SIGKILL)
-        wait_progress(boot, group, source, 500, 180)
+        wait_progress(boot, group, source, 500, 180, processor)
         cluster.local.restart(f"broker-{leader}")
         processor.check_alive()
         writer.stop()
