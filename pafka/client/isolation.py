@@ -11,7 +11,7 @@ records for anyone. Pure: batch headers and the broker's list in, decisions out.
 from __future__ import annotations
 
 import enum
-import heapq
+from collections import deque
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -66,15 +66,15 @@ class CommittedFilter:
     a read_committed consumer may see."""
 
     def __init__(self, aborted: Iterable[AbortedTransaction]) -> None:
-        # A sorted list is a heap already.
-        self._pending = sorted(aborted, key=lambda t: t.first_offset)
+        # Oldest first; consumed from the left as the batches pass their first offsets.
+        self._pending = deque(sorted(aborted, key=lambda t: t.first_offset))
         self._aborting: set[int] = set()
 
     def readable(self, header: BatchHeader, batch: Buffer) -> bool:
         """False for a control batch and for a batch of an aborted transaction."""
         if header.has_producer_id:
             while self._pending and self._pending[0].first_offset <= header.last_offset:
-                self._aborting.add(heapq.heappop(self._pending).producer_id)
+                self._aborting.add(self._pending.popleft().producer_id)
             if header.is_control:
                 if control_type(batch) == ABORT_MARKER:
                     self._aborting.discard(header.producer_id)

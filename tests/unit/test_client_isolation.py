@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import crc32c
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pafka.client.batch_reading import select_records
@@ -109,6 +109,20 @@ def test_an_idempotent_batch_of_an_aborting_producer_is_kept() -> None:
     assert values(data, COMMITTED, [AbortedTransaction(7, 0)]) == ([1], 3)
 
 
+def test_aborted_transactions_are_taken_by_first_offset_whatever_their_producer_ids() -> None:
+    """Producers 2, 3, 1 open transactions at 0, 1, 2, and all abort: nothing is read."""
+    data = (
+        data_batch(0, 1, 2, txn=True)
+        + data_batch(1, 1, 3, txn=True)
+        + data_batch(2, 1, 1, txn=True)
+        + marker(3, 1, ABORT_MARKER)
+        + marker(4, 2, ABORT_MARKER)
+        + marker(5, 3, ABORT_MARKER)
+    )
+    aborted = [AbortedTransaction(1, 2), AbortedTransaction(2, 0), AbortedTransaction(3, 1)]
+    assert values(data, COMMITTED, aborted) == ([], 6)
+
+
 def test_control_type_reads_the_marker_key() -> None:
     assert control_type(marker(0, 1, ABORT_MARKER)) == ABORT_MARKER
     assert control_type(marker(0, 1, COMMIT_MARKER)) == COMMIT_MARKER
@@ -142,6 +156,7 @@ steps = st.lists(
 )
 
 
+@settings(max_examples=500)
 @given(steps, st.integers(0, 40))
 def test_read_committed_sees_exactly_the_committed_writes(plan: list[Step], start: int) -> None:
     """A log written by interleaved transactions; the aborted list the broker would answer
