@@ -6,20 +6,26 @@ It reads INPUT with a read_committed consumer of GROUP, and for each polled batc
 output record per input record to OUTPUT (same partition, value ``out-<input value>``) and the
 consumer's next positions in one transaction (``send_offsets_to_transaction``). An abortable
 error aborts the transaction and rewinds the consumer to the group's committed offsets; a fatal
-one (fenced by a newer instance) exits with status 3. It runs until killed, or with
-``--until-idle S`` until it has read nothing for S seconds.
+one (fenced by a newer instance) exits with status 3, a client call that hangs with status 4.
+It runs until killed, or with ``--until-idle S`` until it has read nothing for S seconds.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 POLL_BATCH = 100
+SEND_OFFSETS_TIMEOUT_S = 60
+# The exit status of a processor whose client hung (a supervisor restarts it).
+STUCK = 4
 
 
 def rewind(consumer: Consumer) -> None:
@@ -41,6 +47,26 @@ def retried(call: Callable[..., object], *args: object, attempts: int = 10) -> N
             if not exc.args[0].retriable() or attempt == attempts - 1:
                 raise
             time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def watchdog(call: str, limit_s: float) -> Iterator[None]:
+    """Exit with STUCK when the block outlives ``limit_s``, as a liveness probe would have the
+    process restarted: librdkafka's coordinator request behind send_offsets_to_transaction
+    can wait forever, past its own timeout, once the group coordinator it cached is gone
+    (confluentinc/librdkafka#5456, #5511), as happens with Kafka's brokers too."""
+    timer = threading.Timer(limit_s, _stuck, (call, limit_s))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _stuck(call: str, limit_s: float) -> None:
+    print(f"stuck: {call} did not return in {limit_s:g} s", file=sys.stderr, flush=True)
+    os._exit(STUCK)
 
 
 def main() -> None:
@@ -84,12 +110,13 @@ def main() -> None:
                 producer.produce(
                     args.output, b"out-" + (msg.value() or b""), partition=msg.partition() or 0
                 )
-            retried(
-                producer.send_offsets_to_transaction,
-                consumer.position(consumer.assignment()),
-                consumer.consumer_group_metadata(),
-                60,
-            )
+            with watchdog("send_offsets_to_transaction", SEND_OFFSETS_TIMEOUT_S + 30):
+                retried(
+                    producer.send_offsets_to_transaction,
+                    consumer.position(consumer.assignment()),
+                    consumer.consumer_group_metadata(),
+                    SEND_OFFSETS_TIMEOUT_S,
+                )
             retried(producer.commit_transaction, 120)
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
