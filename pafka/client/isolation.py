@@ -15,12 +15,9 @@ from collections import deque
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from pafka.records.batch import HEADER_SIZE, BatchHeader, Buffer
-from pafka.records.encoding import read_varint
-
-# The type in a control record's key (version int16, type int16), Kafka's ControlRecordType.
-ABORT_MARKER = 0
-COMMIT_MARKER = 1
+from pafka.errors import PafkaError
+from pafka.records.batch import BatchHeader, Buffer
+from pafka.records.control import parse_marker
 
 
 class IsolationLevel(enum.IntEnum):
@@ -43,22 +40,13 @@ class AbortedTransaction(NamedTuple):
     first_offset: int
 
 
-def control_type(batch: Buffer) -> int | None:
-    """The marker type in the key of a control batch's record (ABORT_MARKER, COMMIT_MARKER),
-    None when unreadable: an unknown control record is still not a user record. Control
-    batches are never compressed."""
+def is_abort_marker(batch: Buffer, header: BatchHeader) -> bool:
+    """Whether a control batch is an ABORT marker; an unreadable or unknown control record
+    is not one (and still no user record)."""
     try:
-        pos = HEADER_SIZE
-        _, pos = read_varint(batch, pos)  # record length
-        pos += 1  # attributes
-        for _ in range(2):  # timestamp delta, offset delta
-            _, pos = read_varint(batch, pos)
-        key_length, pos = read_varint(batch, pos)
-        if key_length < 4 or pos + 4 > len(batch):
-            return None
-        return int.from_bytes(batch[pos + 2 : pos + 4], "big", signed=True)
-    except IndexError:
-        return None
+        return parse_marker(batch, header).is_abort
+    except PafkaError:
+        return False
 
 
 class CommittedFilter:
@@ -76,7 +64,7 @@ class CommittedFilter:
             while self._pending and self._pending[0].first_offset <= header.last_offset:
                 self._aborting.add(self._pending.popleft().producer_id)
             if header.is_control:
-                if control_type(batch) == ABORT_MARKER:
+                if is_abort_marker(batch, header):
                     self._aborting.discard(header.producer_id)
                 return False
             if header.is_transactional and header.producer_id in self._aborting:

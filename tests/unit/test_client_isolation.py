@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-import crc32c
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pafka.client.batch_reading import select_records
 from pafka.client.isolation import (
-    ABORT_MARKER,
-    COMMIT_MARKER,
     AbortedTransaction,
     IsolationLevel,
     batch_filter,
-    control_type,
+    is_abort_marker,
 )
-from pafka.records.batch import (
-    ATTRIBUTES_OFFSET,
-    CONTROL_BIT,
-    CRC,
-    CRC_OFFSET,
-    assign_offsets,
-)
+from pafka.records.batch import assign_offsets, read_header
+from pafka.records.control import ControlType, build_marker
 from pafka.records.encoding import build_batch
 
 COMMITTED = IsolationLevel.READ_COMMITTED
@@ -43,18 +34,16 @@ def data_batch(offset: int, count: int, producer_id: int = -1, *, txn: bool = Fa
     return assign_offsets(batch, offset)
 
 
-def marker(offset: int, producer_id: int, kind: int) -> bytes:
+def marker(offset: int, producer_id: int, kind: ControlType) -> bytes:
     """A control batch as a transaction coordinator has leaders write it."""
-    key = struct.pack(">hh", 0, kind)
-    value = struct.pack(">hi", 0, 3)
-    batch = bytearray(
-        build_batch([(key, value, [])], producer_id=producer_id, producer_epoch=0,
-                    is_transactional=True)
-    )  # fmt: skip
-    attributes = struct.unpack_from(">h", batch, ATTRIBUTES_OFFSET)[0] | CONTROL_BIT
-    struct.pack_into(">h", batch, ATTRIBUTES_OFFSET, attributes)
-    CRC.pack_into(batch, CRC_OFFSET, crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
-    return assign_offsets(bytes(batch), offset)
+    built = build_marker(
+        producer_id=producer_id,
+        producer_epoch=0,
+        commit=kind is ControlType.COMMIT,
+        coordinator_epoch=3,
+        timestamp_ms=0,
+    )
+    return assign_offsets(built, offset)
 
 
 def values(data: bytes, level: IsolationLevel, aborted: list[AbortedTransaction], offset: int = 0,
@@ -67,7 +56,7 @@ def values(data: bytes, level: IsolationLevel, aborted: list[AbortedTransaction]
 
 
 def test_a_marker_is_not_a_record_at_either_level() -> None:
-    data = data_batch(0, 3, 7, txn=True) + marker(3, 7, COMMIT_MARKER) + data_batch(4, 1)
+    data = data_batch(0, 3, 7, txn=True) + marker(3, 7, ControlType.COMMIT) + data_batch(4, 1)
     assert values(data, COMMITTED, []) == ([0, 1, 2, 4], 5)
     assert values(data, UNCOMMITTED, []) == ([0, 1, 2, 4], 5)
 
@@ -76,8 +65,8 @@ def test_an_aborted_transaction_is_skipped_by_read_committed_only() -> None:
     data = (
         data_batch(0, 3, 7, txn=True)
         + data_batch(3, 2, 8, txn=True)
-        + marker(5, 7, ABORT_MARKER)
-        + marker(6, 8, COMMIT_MARKER)
+        + marker(5, 7, ControlType.ABORT)
+        + marker(6, 8, ControlType.COMMIT)
     )
     assert values(data, COMMITTED, [AbortedTransaction(7, 0)]) == ([3, 4], 7)
     assert values(data, UNCOMMITTED, [AbortedTransaction(7, 0)]) == ([0, 1, 2, 3, 4], 7)
@@ -86,15 +75,19 @@ def test_an_aborted_transaction_is_skipped_by_read_committed_only() -> None:
 def test_a_producer_is_aborted_only_until_its_abort_marker() -> None:
     data = (
         data_batch(0, 2, 7, txn=True)
-        + marker(2, 7, ABORT_MARKER)
+        + marker(2, 7, ControlType.ABORT)
         + data_batch(3, 2, 7, txn=True)
-        + marker(5, 7, COMMIT_MARKER)
+        + marker(5, 7, ControlType.COMMIT)
     )
     assert values(data, COMMITTED, [AbortedTransaction(7, 0)]) == ([3, 4], 6)
 
 
 def test_a_read_from_inside_an_aborted_transaction_still_skips_it() -> None:
-    data = data_batch(0, 2, 7, txn=True) + data_batch(2, 2, 7, txn=True) + marker(4, 7, 0)
+    data = (
+        data_batch(0, 2, 7, txn=True)
+        + data_batch(2, 2, 7, txn=True)
+        + marker(4, 7, ControlType.ABORT)
+    )
     assert values(data, COMMITTED, [AbortedTransaction(7, 0)], offset=3) == ([], 5)
 
 
@@ -105,7 +98,7 @@ def test_the_read_stops_at_the_last_stable_offset() -> None:
 
 def test_an_idempotent_batch_of_an_aborting_producer_is_kept() -> None:
     """Kafka's consumer skips only transactional batches of an aborted producer."""
-    data = data_batch(0, 1, 7, txn=True) + data_batch(1, 1, 7) + marker(2, 7, ABORT_MARKER)
+    data = data_batch(0, 1, 7, txn=True) + data_batch(1, 1, 7) + marker(2, 7, ControlType.ABORT)
     assert values(data, COMMITTED, [AbortedTransaction(7, 0)]) == ([1], 3)
 
 
@@ -115,17 +108,18 @@ def test_aborted_transactions_are_taken_by_first_offset_whatever_their_producer_
         data_batch(0, 1, 2, txn=True)
         + data_batch(1, 1, 3, txn=True)
         + data_batch(2, 1, 1, txn=True)
-        + marker(3, 1, ABORT_MARKER)
-        + marker(4, 2, ABORT_MARKER)
-        + marker(5, 3, ABORT_MARKER)
+        + marker(3, 1, ControlType.ABORT)
+        + marker(4, 2, ControlType.ABORT)
+        + marker(5, 3, ControlType.ABORT)
     )
     aborted = [AbortedTransaction(1, 2), AbortedTransaction(2, 0), AbortedTransaction(3, 1)]
     assert values(data, COMMITTED, aborted) == ([], 6)
 
 
-def test_control_type_reads_the_marker_key() -> None:
-    assert control_type(marker(0, 1, ABORT_MARKER)) == ABORT_MARKER
-    assert control_type(marker(0, 1, COMMIT_MARKER)) == COMMIT_MARKER
+def test_markers_are_told_apart_by_their_key() -> None:
+    abort, commit = marker(0, 1, ControlType.ABORT), marker(0, 1, ControlType.COMMIT)
+    assert is_abort_marker(abort, read_header(abort))
+    assert not is_abort_marker(commit, read_header(commit))
 
 
 @pytest.mark.parametrize("name", ["read_committed", "READ_UNCOMMITTED", " read_committed "])
@@ -181,7 +175,9 @@ def test_read_committed_sees_exactly_the_committed_writes(plan: list[Step], star
             offset += step.count
         elif step.producer in open_txn:
             commit = step.action == "commit"
-            log += marker(offset, step.producer, COMMIT_MARKER if commit else ABORT_MARKER)
+            log += marker(
+                offset, step.producer, ControlType.COMMIT if commit else ControlType.ABORT
+            )
             if commit:
                 visible.update(open_txn[step.producer])
             else:
