@@ -643,6 +643,68 @@ class ProducerFencedError(KafkaApiError):
     http_status = 409
 
 
+# -- security (authentication, authorization, quotas) ---------------------------------------------
+
+
+class TopicAuthorizationFailedError(KafkaApiError):
+    """The principal may not perform the operation on the topic."""
+
+    code = 29
+    http_status = 403
+
+
+class GroupAuthorizationFailedError(KafkaApiError):
+    code = 30
+    http_status = 403
+
+
+class ClusterAuthorizationFailedError(KafkaApiError):
+    code = 31
+    http_status = 403
+
+
+class UnsupportedSaslMechanismError(KafkaApiError):
+    code = 33
+    http_status = 401
+
+
+class IllegalSaslStateError(KafkaApiError):
+    """A SASL request that does not fit where the connection's authentication stands."""
+
+    code = 34
+    http_status = 401
+
+
+class SecurityDisabledError(KafkaApiError):
+    """An ACL request to a broker running without an authorizer."""
+
+    code = 54
+    http_status = 400
+
+
+class SaslAuthenticationFailedError(KafkaApiError):
+    """Wrong credentials, or a SASL exchange that broke off; never says which."""
+
+    code = 58
+    http_status = 401
+
+
+class InvalidPrincipalTypeError(KafkaApiError):
+    code = 67
+    http_status = 400
+
+
+class ResourceNotFoundError(KafkaApiError):
+    code = 91
+    http_status = 404
+
+
+class ThrottlingQuotaExceededError(KafkaApiError):
+    code = 89
+    retriable = True
+    http_status = 429
+
+
 def _subclasses(cls: type[PafkaError]) -> list[type[PafkaError]]:
     found: list[type[PafkaError]] = []
     for sub in cls.__subclasses__():

@@ -28,17 +28,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterClientQuotasRequest,
     AlterConfigsRequest,
     AlterPartitionReassignmentsRequest,
+    AlterUserScramCredentialsRequest,
+    CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteAclsRequest,
     DeleteGroupsRequest,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
+    DescribeAclsRequest,
+    DescribeClientQuotasRequest,
     DescribeClusterRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
     DescribeLogDirsRequest,
+    DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     ListGroupsRequest,
@@ -67,6 +74,7 @@ from kafka.protocol.producer.transaction import (
     TxnOffsetCommitRequest,
     WriteTxnMarkersRequest,
 )
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from pafka.errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
 from pafka.protocol.fetch_codec import FetchResponseBody, decode_fetch_request
@@ -133,6 +141,15 @@ _REQUESTS: dict[ApiKey, Any] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: ListPartitionReassignmentsRequest,
     ApiKey.DESCRIBE_LOG_DIRS: DescribeLogDirsRequest,
     ApiKey.DESCRIBE_CLUSTER: DescribeClusterRequest,
+    ApiKey.SASL_HANDSHAKE: SaslHandshakeRequest,
+    ApiKey.SASL_AUTHENTICATE: SaslAuthenticateRequest,
+    ApiKey.DESCRIBE_ACLS: DescribeAclsRequest,
+    ApiKey.CREATE_ACLS: CreateAclsRequest,
+    ApiKey.DELETE_ACLS: DeleteAclsRequest,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: DescribeClientQuotasRequest,
+    ApiKey.ALTER_CLIENT_QUOTAS: AlterClientQuotasRequest,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: DescribeUserScramCredentialsRequest,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentialsRequest,
 }
 
 __all__ = [

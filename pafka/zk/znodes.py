@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Self
@@ -37,6 +38,18 @@ GATEWAY = "/gateway"
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 TXN_OFFSET_PRODUCERS = "/txn_offset_producers"
 TRANSACTIONS = "/transactions"
+# Security, in Kafka 2.x's layouts (its tools read and write these).
+CONFIG_USERS = "/config/users"
+CONFIG_CLIENTS = "/config/clients"
+CONFIG_CHANGES = "/config/changes"
+CONFIG_CHANGE_PREFIX = "config_change_"
+KAFKA_ACL = "/kafka-acl"
+KAFKA_ACL_CHANGES = "/kafka-acl-changes"
+KAFKA_ACL_EXTENDED = "/kafka-acl-extended"
+KAFKA_ACL_EXTENDED_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_PREFIX = "acl_changes_"
+# The entity name of a default quota or config (``/config/users/<default>``).
+DEFAULT_ENTITY = "<default>"
 
 # Persistent parents created once at start-up by whichever process comes first.
 PERSISTENT_ROOTS = (
@@ -1002,4 +1015,193 @@ class TransactionStateZNode:
             groups=frozenset(groups),
             start_ms=fields.integer(p, "start_timestamp", path, low=-1),
             last_update_ms=fields.integer(p, "last_update_timestamp", path, low=-1),
+        )
+
+
+# -- security: credentials and quotas (entity configs), ACLs, and their change notifications ----
+
+
+def sanitize_entity(name: str) -> str:
+    """A user or client id as a znode name, encoded as Kafka's ``Sanitizer`` does (Java's
+    URLEncoder, with ``*`` and spaces percent-encoded), so ``/`` and other bytes are safe."""
+    if name == DEFAULT_ENTITY:
+        return name
+    return urllib.parse.quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize_entity(sanitized: str) -> str:
+    return urllib.parse.unquote(sanitized)
+
+
+def entity_config_path(user: str | None, client_id: str | None) -> str:
+    """Kafka's entity path (``users/alice``, ``clients/c1``, ``users/alice/clients/c1``), as
+    config change notifications name it; names are sanitized."""
+    if user is None and client_id is None:
+        raise ValueError("an entity needs a user, a client id, or both")
+    parts = []
+    if user is not None:
+        parts.append(f"users/{sanitize_entity(user)}")
+    if client_id is not None:
+        parts.append(f"clients/{sanitize_entity(client_id)}")
+    return "/".join(parts)
+
+
+@dataclass(frozen=True)
+class EntityConfigZNode:
+    """``/config/users/{user}``, ``/config/clients/{client}``, ``/config/users/{user}/clients/
+    {client}``: SCRAM credentials (``SCRAM-SHA-512`` -> ``salt=...,stored_key=...,server_key=...,
+    iterations=...``) and quotas (``producer_byte_rate``, ...), strings as Kafka keeps them."""
+
+    config: dict[str, str]
+
+    @staticmethod
+    def path(entity_path: str) -> str:
+        return f"/config/{entity_path}"
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "config": dict(sorted(self.config.items()))})
+
+    @classmethod
+    def decode(cls, entity_path: str, data: bytes) -> EntityConfigZNode:
+        path = cls.path(entity_path)
+        config = fields.json_object(data, path).get("config", {})
+        if not isinstance(config, dict):
+            raise CorruptZNodeError(path, "has no config object")
+        return cls(config={str(k): str(v) for k, v in config.items()})
+
+
+@dataclass(frozen=True)
+class ConfigChangeZNode:
+    """``/config/changes/config_change_{seq}``: a persistent sequential node telling every
+    broker that an entity's config changed (version 2 names the entity path)."""
+
+    entity_path: str
+
+    @staticmethod
+    def path_prefix() -> str:
+        return f"{CONFIG_CHANGES}/{CONFIG_CHANGE_PREFIX}"
+
+    @staticmethod
+    def path(child: str) -> str:
+        return f"{CONFIG_CHANGES}/{child}"
+
+    def encode(self) -> bytes:
+        return _dump({"version": 2, "entity_path": self.entity_path})
+
+    @classmethod
+    def decode(cls, child: str, data: bytes) -> ConfigChangeZNode:
+        path = cls.path(child)
+        payload = fields.json_object(data, path)
+        if payload.get("version") == 1:  # Kafka before 2.0: entity_type and entity_name
+            entity_type = fields.string(payload, "entity_type", path)
+            return cls(f"{entity_type}/{fields.string(payload, 'entity_name', path)}")
+        return cls(fields.string(payload, "entity_path", path))
+
+
+LITERAL = "LITERAL"
+PREFIXED = "PREFIXED"
+
+
+@dataclass(frozen=True)
+class AclEntryPayload:
+    """One ACL of a resource, spelled as Kafka stores it (``User:alice``, ``Allow``, ``Read``,
+    ``*``); :mod:`pafka.security.acls` gives the words their meaning."""
+
+    principal: str
+    permission_type: str
+    operation: str
+    host: str
+
+
+@dataclass(frozen=True)
+class AclZNode:
+    """``/kafka-acl/{type}/{name}`` (literal resources, and ``*``) or
+    ``/kafka-acl-extended/prefixed/{type}/{name}`` (prefixed): the ACLs of one resource."""
+
+    acls: tuple[AclEntryPayload, ...]
+
+    @staticmethod
+    def type_root(pattern_type: str, resource_type: str) -> str:
+        if pattern_type == LITERAL:
+            return f"{KAFKA_ACL}/{resource_type}"
+        if pattern_type == PREFIXED:
+            return f"{KAFKA_ACL_EXTENDED}/prefixed/{resource_type}"
+        raise ValueError(f"no ACL store for pattern type {pattern_type}")
+
+    @classmethod
+    def path(cls, pattern_type: str, resource_type: str, name: str) -> str:
+        return f"{cls.type_root(pattern_type, resource_type)}/{name}"
+
+    def encode(self) -> bytes:
+        acls = [
+            {
+                "principal": a.principal,
+                "permissionType": a.permission_type,
+                "operation": a.operation,
+                "host": a.host,
+            }
+            for a in self.acls
+        ]
+        return _dump({"version": 1, "acls": acls})
+
+    @classmethod
+    def decode(cls, path: str, data: bytes) -> AclZNode:
+        acls = fields.json_object(data, path).get("acls", [])
+        if not isinstance(acls, list) or not all(isinstance(a, dict) for a in acls):
+            raise CorruptZNodeError(path, "has no list of ACL objects")
+        return cls(
+            acls=tuple(
+                AclEntryPayload(
+                    principal=fields.string(a, "principal", path),
+                    permission_type=fields.string(a, "permissionType", path),
+                    operation=fields.string(a, "operation", path),
+                    host=fields.string(a, "host", path),
+                )
+                for a in acls
+            )
+        )
+
+
+@dataclass(frozen=True)
+class AclChangeZNode:
+    """A persistent sequential node under ``/kafka-acl-changes`` (literal: ``Topic:name``) or
+    ``/kafka-acl-extended-changes`` (prefixed: JSON) naming a resource whose ACLs changed."""
+
+    pattern_type: str
+    resource_type: str
+    name: str
+
+    @staticmethod
+    def root(pattern_type: str) -> str:
+        return KAFKA_ACL_CHANGES if pattern_type == LITERAL else KAFKA_ACL_EXTENDED_CHANGES
+
+    @classmethod
+    def path_prefix(cls, pattern_type: str) -> str:
+        return f"{cls.root(pattern_type)}/{ACL_CHANGE_PREFIX}"
+
+    def encode(self) -> bytes:
+        if self.pattern_type == LITERAL:
+            return f"{self.resource_type}:{self.name}".encode()
+        return _dump(
+            {
+                "version": 1,
+                "resourceType": self.resource_type,
+                "name": self.name,
+                "patternType": self.pattern_type,
+            }
+        )
+
+    @classmethod
+    def decode(cls, root: str, child: str, data: bytes) -> AclChangeZNode:
+        path = f"{root}/{child}"
+        if root == KAFKA_ACL_CHANGES:
+            resource_type, sep, name = fields.text(data, path).partition(":")
+            if not sep:
+                raise CorruptZNodeError(path, "is not of the form ResourceType:name")
+            return cls(LITERAL, resource_type, name)
+        payload = fields.json_object(data, path)
+        return cls(
+            pattern_type=fields.string(payload, "patternType", path),
+            resource_type=fields.string(payload, "resourceType", path),
+            name=fields.string(payload, "name", path),
         )

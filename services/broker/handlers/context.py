@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pafka.security.principal import ANONYMOUS, KafkaPrincipal
+
 if TYPE_CHECKING:
     from services.broker.broker import Broker
 
@@ -22,6 +24,11 @@ class RequestContext:
     client_id: str | None
     client_host: str
     broker: Broker
+    # Who sent the request (User:ANONYMOUS on an unauthenticated listener) and on which
+    # listener it came: authorization and quotas key on the first, Metadata's endpoints on the
+    # second.
+    principal: KafkaPrincipal = ANONYMOUS
+    listener: str = "PLAINTEXT"
 
     def error(self, code: int) -> int:
         """Count an error code the response carries (Kafka's ErrorsPerSec), and return it for
