@@ -98,7 +98,9 @@ def parse_quota_value(key: str, value: str) -> float:
     return number
 
 
-def quotas_of(configs: Mapping[QuotaEntity, Mapping[str, str]], key: str) -> dict[QuotaEntity, float]:
+def quotas_of(
+    configs: Mapping[QuotaEntity, Mapping[str, str]], key: str
+) -> dict[QuotaEntity, float]:
     """The entities with a valid quota under ``key`` (other keys, such as SCRAM credentials,
     and invalid values are not quotas)."""
     found = {}
@@ -148,7 +150,9 @@ def metric_tags(
     keyed_on_user_only = {2, 5}  # /config/users/U, /config/users/<default>
     for rank, entity in enumerate(precedence(user, client_id)[:6]):
         if entity in quotas:
-            return MetricTags(user, "") if rank in keyed_on_user_only else MetricTags(user, client_id)
+            return (
+                MetricTags(user, "") if rank in keyed_on_user_only else MetricTags(user, client_id)
+            )
     return MetricTags("", client_id)
 
 

@@ -30,6 +30,7 @@ from pafka.cluster.topic_config import (
 from pafka.control import messages as control
 from pafka.errors import CoordinationError, PafkaError
 from pafka.httpserver import EmbeddedServer, start_http
+from pafka.security.quotas import RateConfig
 from pafka.storage.log_cleaner import LogCleaner
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
@@ -44,6 +45,7 @@ from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
 from services.broker.dynamic_config import DynamicBrokerConfig
+from services.broker.entity_configs import EntityConfigView
 from services.broker.fetch_session_cache import FetchSessionCache
 from services.broker.follower import FetcherSettings, FollowerManager
 from services.broker.groups.coordinator import GroupCoordinator
@@ -55,6 +57,7 @@ from services.broker.leader_fencing import reason as fencing_reason
 from services.broker.metadata_cache import MetadataCache
 from services.broker.metrics import BrokerMetrics
 from services.broker.producer_ids import ProducerIdAllocator
+from services.broker.quota_manager import QuotaCollector, QuotaManager
 from services.broker.replica_manager import ReplicaManager
 from services.broker.server import KafkaServer
 from services.broker.settings import BrokerSettings
@@ -140,6 +143,11 @@ class Broker:
             on_evict=self.metrics.fetch_session_evictions.inc,
         )
         self.metrics.bind_fetch_sessions(self.fetch_sessions)
+        self.entity_configs = EntityConfigView(self.zk)
+        self.quotas = QuotaManager(
+            RateConfig(settings.quota_window_num, settings.quota_window_size_seconds * 1000)
+        )
+        self.metrics.registry.register(QuotaCollector(self.quotas))
         self.dispatcher = Dispatcher(self)
         self.kafka = KafkaServer(
             self.dispatcher.handle_frame,
@@ -188,6 +196,7 @@ class Broker:
         got = await self.zk.get(ClusterIdZNode.path())
         self.cluster_id = ClusterIdZNode.decode(got[0]).id if got else None
         self.dynamic.watch(self.zk)
+        await self._start_entity_configs()
         await self._start_http()
         self.port = await self.kafka.start(self.settings.host, self.settings.port)
         info = BrokerInfo(
@@ -213,6 +222,14 @@ class Broker:
         )
         self._tasks.append(asyncio.create_task(self._footing_loop()))
         log.info("broker %d serving Kafka on %s:%d", info.id, self.settings.host, self.port)
+
+    async def _start_entity_configs(self) -> None:
+        async def changed(_entity_path: str) -> None:
+            self.quotas.update(self.entity_configs.entities())
+
+        self.entity_configs.subscribe(changed)
+        await self.entity_configs.start()
+        self.quotas.update(self.entity_configs.entities())
 
     async def _start_http(self) -> None:
         app = create_app(self, self.metrics.registry)

@@ -21,6 +21,8 @@ from pafka.protocol.messages import (
 from pafka.protocol.versions import api_versions_response
 from services.broker.handlers import HANDLERS
 from services.broker.handlers.context import RequestContext
+from services.broker.quota_enforcement import handle_within_quotas
+from services.broker.server import Throttled
 
 if TYPE_CHECKING:
     from services.broker.broker import Broker
@@ -35,7 +37,7 @@ class Dispatcher:
 
     async def handle_frame(
         self, frame: bytes | memoryview, client_host: str
-    ) -> EncodedResponse | None:
+    ) -> EncodedResponse | Throttled | None:
         started = time.monotonic()
         metrics = self.broker.metrics
         try:
@@ -55,6 +57,7 @@ class Dispatcher:
         api = ApiKey(header.api_key)
         counted, timed = metrics.request_children(api, header.api_version)
         counted.inc()
+        mute_ms = 0
         if api is ApiKey.API_VERSIONS:
             response = api_versions_response(header.api_version, self.served)
         else:
@@ -67,12 +70,15 @@ class Dispatcher:
                 broker=self.broker,
             )
             try:
-                response = await HANDLERS[api](ctx, request.body)
+                response, mute_ms = await handle_within_quotas(
+                    ctx, HANDLERS[api](ctx, request.body), request.body, len(frame)
+                )
             except Exception as exc:
                 # A bug or an I/O failure: close this connection, keep the broker serving.
                 log.exception("%s v%d failed", api.name, header.api_version)
                 raise ProtocolError(f"internal error handling {api.name}") from exc
         timed.observe(time.monotonic() - started)
         if api is ApiKey.PRODUCE and int(request.body.acks) == 0:
-            return None
-        return encode_response(header, response)
+            return Throttled(None, mute_ms) if mute_ms else None
+        encoded = encode_response(header, response)
+        return Throttled(encoded, mute_ms) if mute_ms else encoded

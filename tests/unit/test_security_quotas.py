@@ -138,14 +138,14 @@ def test_other_keys_of_an_entity_are_not_quotas() -> None:
     assert quotas_of(configs, "producer_byte_rate") == {QuotaEntity("alice", None): 10.0}
 
 
-_STEPS = st.lists(
-    st.tuples(st.integers(0, 2500), st.floats(0, 1e6, allow_nan=False)), max_size=60
-)
+_STEPS = st.lists(st.tuples(st.integers(0, 2500), st.floats(0, 1e6, allow_nan=False)), max_size=60)
 
 
 @settings(max_examples=300)
 @given(st.integers(2, 12), st.integers(1, 2000), _STEPS)
-def test_rate_matches_kafkas_rate(samples: int, window_ms: int, steps: list[tuple[int, float]]) -> None:
+def test_rate_matches_kafkas_rate(
+    samples: int, window_ms: int, steps: list[tuple[int, float]]
+) -> None:
     ours = Rate(RateConfig(samples, window_ms))
     model, config = ModelRate(), MetricConfig(samples=samples, time_window_ms=window_ms)
     now = 1_000_000

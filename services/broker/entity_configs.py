@@ -1,0 +1,184 @@
+"""The broker's view of user and client entity configs, kept current by change notifications.
+
+Kafka keeps quotas and SCRAM credentials in ``/config/users/...`` and ``/config/clients/...``
+and tells brokers of a change with a sequential ``/config/changes/config_change_N`` naming the
+entity (Kafka's ``DynamicConfigManager``): every broker loads all entities at start, then
+re-reads the entity each new notification names. Notifications older than 15 minutes are
+deleted by whichever broker sees them (Kafka's ``changeExpirationMs``), so they do not pile up.
+
+Readers get an immutable snapshot, keyed by entity path as the notifications spell it
+(``users/alice``, ``users/<default>/clients/c1``, ``clients/c%2F1``: names sanitized), and may
+subscribe to hear which entity changed. A malformed entity config or notification is logged and
+skipped: it cannot stop the broker or hide the other entities. Topic and broker notifications
+(Kafka writes those too) are skipped: pafka watches those configs directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from pafka.errors import CoordinationError
+from pafka.zk.client import ZkClient, children_many, children_or_empty, get_many
+from pafka.zk.znodes import (
+    CONFIG_CHANGE_PREFIX,
+    CONFIG_CHANGES,
+    CONFIG_CLIENTS,
+    CONFIG_USERS,
+    ConfigChangeZNode,
+    EntityConfigZNode,
+    desanitize_entity,
+)
+
+log = logging.getLogger(__name__)
+
+# Kafka's ZkNodeChangeNotificationListener changeExpirationMs.
+NOTIFICATION_EXPIRATION_MS = 15 * 60 * 1000
+
+EntityConfigs = Mapping[str, Mapping[str, str]]
+Subscriber = Callable[[str], Awaitable[None]]
+
+
+def parse_entity_path(entity_path: str) -> tuple[str | None, str | None] | None:
+    """``users/alice/clients/c1`` -> ("alice", "c1"), names desanitized; None for entity
+    types this view does not hold (topics, brokers) or a malformed path."""
+    parts = entity_path.split("/")
+    if len(parts) == 2 and parts[0] == "users":
+        return desanitize_entity(parts[1]), None
+    if len(parts) == 2 and parts[0] == "clients":
+        return None, desanitize_entity(parts[1])
+    if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients":
+        return desanitize_entity(parts[1]), desanitize_entity(parts[3])
+    return None
+
+
+def _sequence(child: str) -> int | None:
+    if not child.startswith(CONFIG_CHANGE_PREFIX):
+        return None
+    try:
+        return int(child.removeprefix(CONFIG_CHANGE_PREFIX))
+    except ValueError:
+        return None
+
+
+def _decode(entity_path: str, data: bytes | None) -> dict[str, str]:
+    # A parent created only to hold client entities (Kafka's makepath) is empty.
+    if not data:
+        return {}
+    return EntityConfigZNode.decode(entity_path, data).config
+
+
+def _entity_paths(zk: KazooClient) -> list[str]:
+    """Every user, user/client and client entity path. Blocking."""
+    users = children_or_empty(zk, CONFIG_USERS)
+    user_clients = children_many(zk, [f"{CONFIG_USERS}/{u}/clients" for u in users])
+    paths = [f"users/{u}" for u in users]
+    for user, clients in zip(users, user_clients, strict=True):
+        paths += [f"users/{user}/clients/{c}" for c in clients or []]
+    paths += [f"clients/{c}" for c in children_or_empty(zk, CONFIG_CLIENTS)]
+    return paths
+
+
+class EntityConfigView:
+    def __init__(self, zk: ZkClient) -> None:
+        self._zk = zk
+        self._configs: dict[str, Mapping[str, str]] = {}
+        self._snapshot: EntityConfigs = MappingProxyType({})
+        self._subscribers: list[Subscriber] = []
+        self._last_seen = -1
+
+    def snapshot(self) -> EntityConfigs:
+        """Every entity's config now (immutable; a later change makes a new snapshot)."""
+        return self._snapshot
+
+    def subscribe(self, subscriber: Subscriber) -> None:
+        """``subscriber(entity_path)`` after each change of an entity's config."""
+        self._subscribers.append(subscriber)
+
+    async def start(self) -> None:
+        """Load every entity, then follow the notifications. Notifications present before the
+        load are covered by it; a change between the two is re-read, which is harmless."""
+        for path in (CONFIG_CHANGES, CONFIG_USERS, CONFIG_CLIENTS):
+            await self._zk.run(self._zk.kazoo.ensure_path, path)
+        children = await self._zk.get_children(CONFIG_CHANGES)
+        self._last_seen = max((s for c in children if (s := _sequence(c)) is not None), default=-1)
+        paths = await self._zk.run(_entity_paths, self._zk.kazoo)
+        found = await self._zk.get_many([EntityConfigZNode.path(p) for p in paths])
+        for path, got in zip(paths, found, strict=True):
+            if got is not None:
+                self._store(path, got[0])
+        self._publish()
+        self._zk.watch_children(CONFIG_CHANGES, self._notified)
+
+    def _store(self, entity_path: str, data: bytes | None) -> bool:
+        try:
+            config = _decode(entity_path, data)
+        except CoordinationError as exc:
+            log.error("skipping entity config %s: %s", entity_path, exc)
+            return False
+        if not config:
+            return self._configs.pop(entity_path, None) is not None
+        if self._configs.get(entity_path) == config:
+            return False
+        self._configs[entity_path] = MappingProxyType(config)
+        return True
+
+    def _publish(self) -> None:
+        self._snapshot = MappingProxyType(dict(self._configs))
+
+    async def _notified(self, children: list[str]) -> None:
+        fresh = sorted(
+            (seq, child)
+            for child in children
+            if (seq := _sequence(child)) is not None and seq > self._last_seen
+        )
+        if not fresh:
+            return
+        # Kafka's listener reads its notifications in sequence order, each once.
+        self._last_seen = fresh[-1][0]
+        found = await self._zk.get_many([ConfigChangeZNode.path(c) for _, c in fresh])
+        changed: list[str] = []
+        for (_, child), got in zip(fresh, found, strict=True):
+            if got is None:
+                continue  # purged meanwhile: its change was read with a later one or at load
+            try:
+                entity_path = ConfigChangeZNode.decode(child, got[0]).entity_path
+            except CoordinationError as exc:
+                log.error("skipping config change notification %s: %s", child, exc)
+                continue
+            if parse_entity_path(entity_path) is None or entity_path in changed:
+                continue
+            current = await self._zk.get(EntityConfigZNode.path(entity_path))
+            if self._store(entity_path, current[0] if current else None):
+                changed.append(entity_path)
+        if changed:
+            self._publish()
+            for entity_path in changed:
+                for subscriber in self._subscribers:
+                    await subscriber(entity_path)
+        await self._zk.run(_purge_expired, self._zk.kazoo, children)
+
+    def entities(self) -> dict[tuple[str | None, str | None], Mapping[str, str]]:
+        """The snapshot keyed by (user, client id), names desanitized."""
+        out = {}
+        for path, config in self._snapshot.items():
+            parsed = parse_entity_path(path)
+            if parsed is not None:
+                out[parsed] = config
+        return out
+
+
+def _purge_expired(zk: KazooClient, children: list[str]) -> None:
+    """Delete the notifications older than Kafka's expiration (any broker may). Blocking."""
+    now_ms = time.time() * 1000
+    stats = get_many(zk, [ConfigChangeZNode.path(c) for c in children])
+    for child, got in zip(children, stats, strict=True):
+        if got is not None and now_ms - got[1].ctime > NOTIFICATION_EXPIRATION_MS:
+            with contextlib.suppress(NoNodeError):
+                zk.delete(ConfigChangeZNode.path(child))
