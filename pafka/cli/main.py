@@ -9,7 +9,17 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import bench, clients, cluster, configs, groups, leaders, services, topics
+from pafka.cli import (
+    bench,
+    clients,
+    cluster,
+    configs,
+    groups,
+    leaders,
+    quotas,
+    services,
+    topics,
+)
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -26,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     clients.register(sub)
     groups.register(sub)
     configs.register(sub)
+    quotas.register(sub)
     leaders.register(sub)
     bench.register(sub)
     return parser

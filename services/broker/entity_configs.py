@@ -24,8 +24,9 @@ from types import MappingProxyType
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from pafka.admin.client_quotas import entity_of_path, entity_paths
 from pafka.errors import CoordinationError
-from pafka.zk.client import ZkClient, children_many, children_or_empty, get_many
+from pafka.zk.client import ZkClient, get_many
 from pafka.zk.znodes import (
     CONFIG_CHANGE_PREFIX,
     CONFIG_CHANGES,
@@ -33,7 +34,6 @@ from pafka.zk.znodes import (
     CONFIG_USERS,
     ConfigChangeZNode,
     EntityConfigZNode,
-    desanitize_entity,
 )
 
 log = logging.getLogger(__name__)
@@ -43,19 +43,6 @@ NOTIFICATION_EXPIRATION_MS = 15 * 60 * 1000
 
 EntityConfigs = Mapping[str, Mapping[str, str]]
 Subscriber = Callable[[str], Awaitable[None]]
-
-
-def parse_entity_path(entity_path: str) -> tuple[str | None, str | None] | None:
-    """``users/alice/clients/c1`` -> ("alice", "c1"), names desanitized; None for entity
-    types this view does not hold (topics, brokers) or a malformed path."""
-    parts = entity_path.split("/")
-    if len(parts) == 2 and parts[0] == "users":
-        return desanitize_entity(parts[1]), None
-    if len(parts) == 2 and parts[0] == "clients":
-        return None, desanitize_entity(parts[1])
-    if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients":
-        return desanitize_entity(parts[1]), desanitize_entity(parts[3])
-    return None
 
 
 def _sequence(child: str) -> int | None:
@@ -72,17 +59,6 @@ def _decode(entity_path: str, data: bytes | None) -> dict[str, str]:
     if not data:
         return {}
     return EntityConfigZNode.decode(entity_path, data).config
-
-
-def _entity_paths(zk: KazooClient) -> list[str]:
-    """Every user, user/client and client entity path. Blocking."""
-    users = children_or_empty(zk, CONFIG_USERS)
-    user_clients = children_many(zk, [f"{CONFIG_USERS}/{u}/clients" for u in users])
-    paths = [f"users/{u}" for u in users]
-    for user, clients in zip(users, user_clients, strict=True):
-        paths += [f"users/{user}/clients/{c}" for c in clients or []]
-    paths += [f"clients/{c}" for c in children_or_empty(zk, CONFIG_CLIENTS)]
-    return paths
 
 
 class EntityConfigView:
@@ -108,7 +84,7 @@ class EntityConfigView:
             await self._zk.run(self._zk.kazoo.ensure_path, path)
         children = await self._zk.get_children(CONFIG_CHANGES)
         self._last_seen = max((s for c in children if (s := _sequence(c)) is not None), default=-1)
-        paths = await self._zk.run(_entity_paths, self._zk.kazoo)
+        paths = await self._zk.run(entity_paths, self._zk.kazoo)
         found = await self._zk.get_many([EntityConfigZNode.path(p) for p in paths])
         for path, got in zip(paths, found, strict=True):
             if got is not None:
@@ -152,7 +128,7 @@ class EntityConfigView:
             except CoordinationError as exc:
                 log.error("skipping config change notification %s: %s", child, exc)
                 continue
-            if parse_entity_path(entity_path) is None or entity_path in changed:
+            if entity_of_path(entity_path) is None or entity_path in changed:
                 continue
             current = await self._zk.get(EntityConfigZNode.path(entity_path))
             if self._store(entity_path, current[0] if current else None):
@@ -168,7 +144,7 @@ class EntityConfigView:
         """The snapshot keyed by (user, client id), names desanitized."""
         out = {}
         for path, config in self._snapshot.items():
-            parsed = parse_entity_path(path)
+            parsed = entity_of_path(path)
             if parsed is not None:
                 out[parsed] = config
         return out
