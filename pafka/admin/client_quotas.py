@@ -24,6 +24,7 @@ from pafka.errors import CoordinationError, InvalidRequestError, UnsupportedVers
 from pafka.security.quotas import DEFAULT, QUOTA_KEYS, REQUEST_PERCENTAGE, parse_quota_value
 from pafka.zk.client import check_transaction, children_many, children_or_empty, get_many
 from pafka.zk.znodes import (
+    CONFIG_CHANGES,
     CONFIG_CLIENTS,
     CONFIG_USERS,
     ConfigChangeZNode,
@@ -149,8 +150,8 @@ def alter_quotas(
         updated = apply_ops(current, ops)
         if validate_only:
             return updated
-        parent = EntityConfigZNode.path(path).rsplit("/", 1)[0]
-        zk.ensure_path(parent)
+        zk.ensure_path(EntityConfigZNode.path(path).rsplit("/", 1)[0])
+        zk.ensure_path(CONFIG_CHANGES)
         txn = zk.transaction()
         payload = EntityConfigZNode(updated).encode()
         if version < 0:
