@@ -32,6 +32,8 @@ from pafka.errors import (
 # Kafka's ScramMechanism: the digest of each mechanism and its fewest iterations; the most
 # iterations an admin may ask for is ZkAdminManager's bound.
 HASHES: dict[str, str] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+# Kafka's public ScramMechanism type codes, as the KIP-554 admin APIs carry them (0: UNKNOWN).
+MECHANISM_TYPES: dict[int, str] = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
 DEFAULT_ITERATIONS = MIN_ITERATIONS
