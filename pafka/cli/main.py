@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import bench, clients, cluster, configs, groups, leaders, services, topics
+from pafka.cli import bench, clients, cluster, configs, groups, leaders, services, topics, users
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups.register(sub)
     configs.register(sub)
     leaders.register(sub)
+    users.register(sub)
     bench.register(sub)
     return parser
 

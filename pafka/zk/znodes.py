@@ -1232,3 +1232,8 @@ class AclChangeZNode:
             resource_type=fields.string(payload, "resourceType", path),
             name=fields.string(payload, "name", path),
         )
+
+
+def user_entity_path(sanitized_child: str) -> str:
+    """The entity path of a child of ``/config/users`` as listed (already sanitized)."""
+    return f"{CONFIG_USERS.removeprefix('/config/')}/{sanitized_child}"
