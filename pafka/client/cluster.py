@@ -27,8 +27,8 @@ from pafka.errors import (
 from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
-from pafka.zk.client import ZkClient
 from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
+from pafka.zk.client import ZkClient
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo
 
 log = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ import struct
 import time
 from typing import Any
 
+from pafka.client.secure_connect import secure_connection
 from pafka.errors import BrokerConnectionError, PafkaError, ProtocolError
 from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
-from pafka.client.secure_connect import secure_connection
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import decode_response, encode_request
 from pafka.protocol.versions import ApiKey

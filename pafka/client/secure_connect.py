@@ -78,7 +78,9 @@ async def _authenticate(
     client_id: str,
 ) -> int:
     handshake = request_class(ApiKey.SASL_HANDSHAKE)(mechanism=security.sasl_mechanism)
-    answer = await _round_trip(reader, writer, ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSION, handshake, 1, client_id)
+    answer = await _round_trip(
+        reader, writer, ApiKey.SASL_HANDSHAKE, HANDSHAKE_VERSION, handshake, 1, client_id
+    )
     if answer.error_code:
         if answer.error_code == UnsupportedSaslMechanismError.code:
             raise UnsupportedSaslMechanismError(
@@ -95,7 +97,13 @@ async def _authenticate(
     while token is not None:
         body = request_class(ApiKey.SASL_AUTHENTICATE)(auth_bytes=token)
         answer = await _round_trip(
-            reader, writer, ApiKey.SASL_AUTHENTICATE, AUTHENTICATE_VERSION, body, correlation_id, client_id
+            reader,
+            writer,
+            ApiKey.SASL_AUTHENTICATE,
+            AUTHENTICATE_VERSION,
+            body,
+            correlation_id,
+            client_id,
         )
         correlation_id += 1
         if answer.error_code:
@@ -132,7 +140,9 @@ async def _round_trip(
     except asyncio.IncompleteReadError as exc:
         # Kafka closes the connection on a refused authentication with handshake v0 clients;
         # later versions get the error, but a closed stream means the same.
-        raise SaslAuthenticationFailedError(f"the broker closed the connection during {api.name}") from exc
+        raise SaslAuthenticationFailedError(
+            f"the broker closed the connection during {api.name}"
+        ) from exc
     (got,) = _SIZE.unpack_from(frame, 0)
     if got != correlation_id:
         raise ProtocolError(f"expected correlation id {correlation_id}, got {got}")

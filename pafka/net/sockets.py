@@ -13,9 +13,9 @@ keepalive probes find a vanished peer on an idle connection.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import math
 import socket
+import ssl
 from dataclasses import dataclass
 from typing import Protocol
 

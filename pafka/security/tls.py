@@ -36,7 +36,9 @@ class ClientAuth(enum.StrEnum):
         try:
             return cls(text.strip().lower())
         except ValueError:
-            raise ConfigError(f"ssl client auth {text!r} is not none, requested or required") from None
+            raise ConfigError(
+                f"ssl client auth {text!r} is not none, requested or required"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,11 @@ def client_context(files: TlsFiles, *, check_hostname: bool = True) -> ssl.SSLCo
     """A client's context: the CA bundle to trust (the system's when none is given), and a
     certificate of its own for mTLS. ``check_hostname`` is Kafka's
     ``ssl.endpoint.identification.algorithm=https`` (on by default since Kafka 2.0)."""
-    ctx = ssl.create_default_context(cafile=files.cafile) if files.cafile else ssl.create_default_context()
+    ctx = (
+        ssl.create_default_context(cafile=files.cafile)
+        if files.cafile
+        else ssl.create_default_context()
+    )
     ctx.check_hostname = check_hostname
     if files.certfile:
         try:
@@ -148,9 +154,7 @@ def subject_name(peercert: dict[str, Any]) -> str:
     rdns = peercert.get("subject", ())
     parts = []
     for rdn in reversed(rdns):
-        parts.append(
-            "+".join(f"{_SHORT_NAMES.get(k, k)}={_escape(str(v))}" for k, v in rdn)
-        )
+        parts.append("+".join(f"{_SHORT_NAMES.get(k, k)}={_escape(str(v))}" for k, v in rdn))
     return ",".join(parts)
 
 

@@ -54,11 +54,11 @@ from services.broker.groups.rebalance import GroupProtocol
 from services.broker.http_api import create_app
 from services.broker.isr import IsrManager
 from services.broker.leader_fencing import reason as fencing_reason
+from services.broker.listeners import OpenListeners, open_listeners
 from services.broker.metadata_cache import MetadataCache
 from services.broker.metrics import BrokerMetrics
 from services.broker.producer_ids import ProducerIdAllocator
 from services.broker.replica_manager import ReplicaManager
-from services.broker.listeners import OpenListeners, open_listeners
 from services.broker.sasl_authenticator import SaslAuthenticator
 from services.broker.server import KafkaServer
 from services.broker.settings import BrokerSettings
@@ -103,6 +103,7 @@ class Broker:
                 response_max_bytes=settings.replica_fetch_response_max_bytes,
                 backoff_ms=settings.replica_fetch_backoff_ms,
                 network=settings.network,
+                security=settings.listeners.inter_broker,
             )
         )
         self.isr = IsrManager(
@@ -132,6 +133,7 @@ class Broker:
                     zk=self.zk,
                     client_id=f"broker-{settings.broker_id}-txn-markers",
                     network=settings.network,
+                    security=settings.listeners.inter_broker,
                 ),
                 self._group_coordinator_id,
                 self._topic_exists,

@@ -19,8 +19,8 @@ from pafka.protocol.messages import (
     encode_response,
     response_class,
 )
-from pafka.security.sasl_state import SaslEvent, SaslState, transition
 from pafka.protocol.versions import api_versions_response
+from pafka.security.sasl_state import SaslEvent, SaslState, transition
 from services.broker.handlers import HANDLERS
 from services.broker.handlers.context import RequestContext
 from services.broker.session import ConnectionSession

@@ -66,15 +66,14 @@ class ListenerSettings:
         unknown = [m for m in mechanisms if m not in MECHANISMS]
         if unknown:
             raise ConfigError(
-                f"SASL mechanisms {', '.join(unknown)} are not supported (only {', '.join(MECHANISMS)})"
+                f"SASL mechanisms {', '.join(unknown)} are not supported "
+                f"(only {', '.join(MECHANISMS)})"
             )
         if any(e.protocol.uses_tls for e in listeners) and not tls.certfile:
             raise ConfigError("a TLS listener needs PAFKA_BROKER_SSL_CERTFILE and SSL_KEYFILE")
         inter_protocol = next(e.protocol for e in listeners if e.listener == inter_name)
         inter_broker = replace(
-            read_client_security(
-                _inter_broker_env(env, inter_protocol.value), "INTER_BROKER_"
-            ),
+            read_client_security(_inter_broker_env(env, inter_protocol.value), "INTER_BROKER_"),
             tls=TlsFiles(tls.certfile, tls.keyfile, tls.cafile, tls.key_password),
             listener=inter_name,
         )

@@ -41,7 +41,13 @@ async def open_listeners(
         context = tls.context if tls is not None and endpoint.protocol.uses_tls else None
         port = await server.start(endpoint, context)
         bound.append(replace(endpoint, port=port))
-        log.info("listening for %s (%s) on %s:%d", endpoint.listener, endpoint.protocol, endpoint.host, port)
+        log.info(
+            "listening for %s (%s) on %s:%d",
+            endpoint.listener,
+            endpoint.protocol,
+            endpoint.host,
+            port,
+        )
     advertised = advertise(bound, _with_bound_ports(settings.advertised, bound), advertised_host)
     opened = OpenListeners(tuple(bound), advertised, tls)
     if tls is not None:
@@ -53,7 +59,9 @@ def _with_bound_ports(advertised: tuple[Endpoint, ...], bound: list[Endpoint]) -
     """An advertised listener at port 0 takes the port its listener bound (tests, and
     operators who let the system choose)."""
     ports = {e.listener: e.port for e in bound}
-    return [replace(e, port=ports.get(e.listener, e.port)) if e.port == 0 else e for e in advertised]
+    return [
+        replace(e, port=ports.get(e.listener, e.port)) if e.port == 0 else e for e in advertised
+    ]
 
 
 async def _reload_loop(tls: ReloadingContext, interval_ms: int) -> None:

@@ -22,9 +22,21 @@ from pafka.errors import (
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
 )
-from pafka.protocol.messages import ApiKey, EncodedResponse, Request, encode_response, response_class
+from pafka.protocol.messages import (
+    ApiKey,
+    EncodedResponse,
+    Request,
+    encode_response,
+    response_class,
+)
 from pafka.security.principal import KafkaPrincipal
-from pafka.security.sasl_mechanisms import Authenticated, Challenge, NeedCredentials, ServerStep, server_mechanism
+from pafka.security.sasl_mechanisms import (
+    Authenticated,
+    Challenge,
+    NeedCredentials,
+    ServerStep,
+    server_mechanism,
+)
 from pafka.security.sasl_state import SaslEvent, SaslState, transition
 from services.broker.session import ConnectionSession
 
@@ -71,7 +83,8 @@ class SaslAuthenticator:
             if reauthenticating and mechanism != session.mechanism_name:
                 # Kafka: the mechanism cannot change on re-authentication.
                 raise IllegalSaslStateError(
-                    f"re-authentication with {mechanism}, authenticated with {session.mechanism_name}"
+                    f"re-authentication with {mechanism}, "
+                    f"authenticated with {session.mechanism_name}"
                 )
         except (UnsupportedSaslMechanismError, IllegalSaslStateError) as exc:
             log.info("closing connection from %s: %s", session.host, exc)
@@ -102,7 +115,9 @@ class SaslAuthenticator:
             extra["session_lifetime_ms"] = lifetime_ms
         return cls(error_code=0, error_message=None, auth_bytes=data, **extra)
 
-    async def raw_token(self, frame: bytes | memoryview, session: ConnectionSession) -> EncodedResponse:
+    async def raw_token(
+        self, frame: bytes | memoryview, session: ConnectionSession
+    ) -> EncodedResponse:
         """A token after a v0 handshake: framed, no header, answered the same way; a failure
         closes the connection without an answer (all v0 clients understand)."""
         try:
@@ -142,5 +157,7 @@ class SaslAuthenticator:
         session.mechanism = None
         self._on_outcome(session.listener, True)
         lifetime_ms = self.reauth_ms
-        session.expires_at = time.monotonic() + lifetime_ms / 1000 if lifetime_ms > 0 else float("inf")
+        session.expires_at = (
+            time.monotonic() + lifetime_ms / 1000 if lifetime_ms > 0 else float("inf")
+        )
         return step.data, lifetime_ms

@@ -33,10 +33,10 @@ from pafka.net.sockets import configure_keepalive
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import EncodedResponse
 from pafka.protocol.wire import Buffer
-from pafka.storage.region import FileRegion, close_regions
 from pafka.security.listeners import Endpoint
 from pafka.security.sasl_state import SaslState
 from pafka.security.tls import principal_of
+from pafka.storage.region import FileRegion, close_regions
 from services.broker.send_pieces import DirectSender, Piece, socket_fd
 from services.broker.session import ConnectionSession
 
@@ -78,9 +78,7 @@ class KafkaServer:
         self.network = network
         self._idle_sweeper: asyncio.Task[None] | None = None
 
-    async def start(
-        self, endpoint: Endpoint, ssl_context: ssl.SSLContext | None = None
-    ) -> int:
+    async def start(self, endpoint: Endpoint, ssl_context: ssl.SSLContext | None = None) -> int:
         """Listen on one listener; returns the port bound (the one chosen for port 0)."""
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
