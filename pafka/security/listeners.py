@@ -169,3 +169,8 @@ def parse_registered(
     for name, protocol in (protocol_map or {}).items():
         mapping[str(name).upper()] = SecurityProtocol.parse(str(protocol))
     return parse_listeners(",".join(urls), mapping)
+
+
+def plaintext(host: str, port: int) -> Endpoint:
+    """One PLAINTEXT listener (a broker's default, and tests')."""
+    return Endpoint("PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port)

@@ -10,7 +10,7 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
-from pafka.security.listeners import Endpoint, SecurityProtocol
+from pafka.security.listeners import plaintext
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
 from services.broker.groups.config import GroupConfig
@@ -78,8 +78,7 @@ class BrokerSettings:
     def listeners(self) -> ListenerSettings:
         if self.listener_config is not None:
             return self.listener_config
-        plaintext = Endpoint("PLAINTEXT", SecurityProtocol.PLAINTEXT, self.host, self.port)
-        return ListenerSettings(listeners=(plaintext,))
+        return ListenerSettings(listeners=(plaintext(self.host, self.port),))
 
     @classmethod
     def from_env(cls, values: Mapping[str, str] | None = None) -> BrokerSettings:
