@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka.admin import KafkaAdminClient
-from kafka.admin._users import (
+from kafka.admin import (
+    KafkaAdminClient,
     ScramMechanism,
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
@@ -306,3 +306,25 @@ def test_describe_errors_as_kafka(scram_cluster: ClusterHandle) -> None:
     )
     assert got[""][:2] == (RESOURCE_NOT_FOUND, "Username must not be empty")
     assert got["dup"][0] == DUPLICATE_RESOURCE
+
+
+def test_confluent_kafka_admin_client(scram_cluster: ClusterHandle) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        UserScramCredentialUpsertion,
+    )
+    from confluent_kafka.admin import ScramMechanism as Mechanism
+
+    admin = AdminClient({"bootstrap.servers": scram_cluster.bootstrap})
+    info = ScramCredentialInfo(Mechanism.SCRAM_SHA_256, 10000)
+    upsert = UserScramCredentialUpsertion("olga", info, b"olga-pw", b"olga-salt")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        assert future.result(timeout=30) is None
+    config = user_node(scram_cluster.zk, "olga")["config"]
+    credential = ScramCredential.parse(config["SCRAM-SHA-256"])
+    assert credential.salt == b"olga-salt" and credential.iterations == 10000
+    assert check_password("olga", "olga-pw", config)
+    described = admin.describe_user_scram_credentials(["olga"])["olga"].result(timeout=30)
+    infos = described.scram_credential_infos
+    assert [(i.mechanism, i.iterations) for i in infos] == [(Mechanism.SCRAM_SHA_256, 10000)]
