@@ -20,8 +20,9 @@ from pafka.security.sasl_mechanisms import (
     client_mechanism,
     server_mechanism,
 )
-from pafka.security.scram import ScramClient, ScramServer, escape_name, unescape_name
+from pafka.security.scram import ScramClient, ScramServer
 from pafka.security.scram_credentials import ScramCredential
+from pafka.security.scram_messages import escape_name, unescape_name
 from tests.unit.test_security_scram_credentials import KAFKA_PASSWORD, KAFKA_SHA256, KAFKA_SHA512
 
 SASL_ERRORS = (SaslAuthenticationFailedError, IllegalSaslStateError)
