@@ -35,6 +35,7 @@ from pafka.security.scram_credentials import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramCredential,
+    b64encode,
     decoy_credential,
     hash_name,
     salted_password,
@@ -155,7 +156,7 @@ class ScramServer:
         server_signature = self._hash.hmac(credential.server_key, auth_message)
         self._credential = None
         self.state = ServerState.COMPLETE
-        return Authenticated(first.user, f"v={msg.b64(server_signature)}".encode("ascii"))
+        return Authenticated(first.user, f"v={b64encode(server_signature)}".encode("ascii"))
 
 
 class ClientState(enum.Enum):
@@ -227,4 +228,4 @@ class ScramClient:
         server_key = self._hash.hmac(salted, b"Server Key")
         self._server_signature = self._hash.hmac(server_key, auth_message)
         self.state = ClientState.RECEIVE_SERVER_FINAL
-        return f"{without_proof},p={msg.b64(_xor(client_key, signature))}".encode()
+        return f"{without_proof},p={b64encode(_xor(client_key, signature))}".encode()

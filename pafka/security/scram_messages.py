@@ -15,11 +15,10 @@ message raises ``SaslAuthenticationFailedError`` naming what is wrong, never the
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 
 from pafka.errors import SaslAuthenticationFailedError
+from pafka.security.scram_credentials import b64decode_strict, b64encode
 
 
 def failed(what: str) -> SaslAuthenticationFailedError:
@@ -51,15 +50,11 @@ def text(token: bytes) -> str:
         raise failed("a SCRAM message is not UTF-8") from None
 
 
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
 def _unb64(value: str, what: str) -> bytes:
-    try:
-        return base64.b64decode(value.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError):
-        raise failed(f"{what} is not base64") from None
+    decoded = b64decode_strict(value)
+    if decoded is None:
+        raise failed(f"{what} is not base64")
+    return decoded
 
 
 def _printable(nonce: str) -> bool:
@@ -120,7 +115,7 @@ class ServerFirst:
 
 
 def server_first(nonce: str, salt: bytes, iterations: int) -> str:
-    return f"r={nonce},s={b64(salt)},i={iterations}"
+    return f"r={nonce},s={b64encode(salt)},i={iterations}"
 
 
 def parse_server_first(message: str) -> ServerFirst:
@@ -149,7 +144,7 @@ class ClientFinal:
 
 
 def client_final_without_proof(gs2_header: str, nonce: str) -> str:
-    return f"c={b64(gs2_header.encode())},r={nonce}"
+    return f"c={b64encode(gs2_header.encode())},r={nonce}"
 
 
 def parse_client_final(message: str) -> ClientFinal:
