@@ -325,6 +325,40 @@ def test_confluent_kafka_admin_client(scram_cluster: ClusterHandle) -> None:
     credential = ScramCredential.parse(config["SCRAM-SHA-256"])
     assert credential.salt == b"olga-salt" and credential.iterations == 10000
     assert check_password("olga", "olga-pw", config)
-    described = admin.describe_user_scram_credentials(["olga"])["olga"].result(timeout=30)
+    futures: Any = admin.describe_user_scram_credentials(["olga"])  # a future per user
+    described = futures["olga"].result(timeout=30)
     infos = described.scram_credential_infos
     assert [(i.mechanism, i.iterations) for i in infos] == [(Mechanism.SCRAM_SHA_256, 10000)]
+
+
+def test_concurrent_changes_of_one_user_all_land(scram_cluster: ClusterHandle) -> None:
+    """Writers racing on one user's config: each write is version-checked and retried, so no
+    change is lost, and each lands with its own notification."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pafka.admin import scram_users
+
+    before = changes(scram_cluster.zk)
+    writers = 6
+
+    def write(i: int) -> None:
+        client = KazooClient(hosts=scram_cluster.zk_connect)
+        client.start(timeout=15)
+        try:
+            credential = ScramCredential.from_password("SCRAM-SHA-256", f"pw{i}")
+            change = scram_users.combined(
+                [scram_users.upsert("SCRAM-SHA-256", credential), lambda c: {**c, f"k{i}": "1"}]
+            )
+            scram_users.alter_user(client, "racer", change)
+        finally:
+            client.stop()
+            client.close()
+
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(write, range(writers)))
+    config = user_node(scram_cluster.zk, "racer")["config"]
+    assert {f"k{i}" for i in range(writers)} <= set(config)
+    assert (
+        new_changes(scram_cluster.zk, before)
+        == [{"version": 2, "entity_path": "users/racer"}] * writers
+    )
