@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 from collections.abc import Callable
@@ -106,7 +107,7 @@ def test_rfc_7677_server() -> None:
 # -- round trips --------------------------------------------------------------------------------
 
 users = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1, max_size=20
+    st.characters(codec="utf-8", exclude_characters="\0"), min_size=1, max_size=20
 ) | st.sampled_from(["a,b", "=", "x=2Cy", ",=,", "=3D"])
 
 
@@ -119,7 +120,7 @@ def test_round_trip(mechanism: str, user: str, password: str) -> None:
     assert complete
 
 
-@given(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"), min_size=1))
+@given(st.text(st.characters(codec="utf-8", exclude_characters="\0"), min_size=1))
 def test_escaping_round_trips(name: str) -> None:
     escaped = escape_name(name)
     assert "," not in escaped
@@ -409,9 +410,7 @@ def test_arbitrary_server_messages(first: bytes, final: bytes) -> None:
 def test_every_truncation_of_the_rfc_exchange() -> None:
     for cut in range(len(RFC_CLIENT_FIRST)):
         server = ScramServer("SCRAM-SHA-256")
-        step = _only_sasl_errors(
-            lambda server=server, cut=cut: server.receive(RFC_CLIENT_FIRST[:cut])
-        )
+        step = _only_sasl_errors(functools.partial(server.receive, RFC_CLIENT_FIRST[:cut]))
         assert step is None or isinstance(step, NeedCredentials)
     for cut in range(len(RFC_CLIENT_FINAL)):
         server = ScramServer("SCRAM-SHA-256", nonce=lambda: RFC_SERVER_NONCE)
@@ -422,5 +421,5 @@ def test_every_truncation_of_the_rfc_exchange() -> None:
     for cut in range(len(RFC_SERVER_FIRST)):
         client = ScramClient("SCRAM-SHA-256", "user", "pencil", nonce=lambda: RFC_CLIENT_NONCE)
         client.initial()
-        _only_sasl_errors(lambda client=client, cut=cut: client.receive(RFC_SERVER_FIRST[:cut]))
+        _only_sasl_errors(functools.partial(client.receive, RFC_SERVER_FIRST[:cut]))
         assert not client.complete
