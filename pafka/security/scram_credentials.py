@@ -57,12 +57,12 @@ class ScramCredential:
 
     def __str__(self) -> str:
         return (
-            f"salt={_b64(self.salt)},stored_key={_b64(self.stored_key)},"
-            f"server_key={_b64(self.server_key)},iterations={self.iterations}"
+            f"salt={b64encode(self.salt)},stored_key={b64encode(self.stored_key)},"
+            f"server_key={b64encode(self.server_key)},iterations={self.iterations}"
         )
 
     def __repr__(self) -> str:
-        return f"ScramCredential(iterations={self.iterations}, salt={_b64(self.salt)})"
+        return f"ScramCredential(iterations={self.iterations}, salt={b64encode(self.salt)})"
 
     @classmethod
     def parse(cls, text: str) -> ScramCredential:
@@ -140,15 +140,23 @@ def check_iterations(iterations: int) -> None:
         raise UnacceptableCredentialError(f"too many iterations: {iterations} > {MAX_ITERATIONS}")
 
 
-def _b64(data: bytes) -> str:
+def b64encode(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _unb64(text: str, name: str) -> bytes:
+def b64decode_strict(text: str) -> bytes | None:
+    """Standard base64 with its padding, as Java's ``Base64.getDecoder`` takes it; else None."""
     try:
         return base64.b64decode(text.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError):
-        raise InvalidScramCredentialError(f"SCRAM credential {name} is not base64") from None
+        return None
+
+
+def _unb64(text: str, name: str) -> bytes:
+    decoded = b64decode_strict(text)
+    if decoded is None:
+        raise InvalidScramCredentialError(f"SCRAM credential {name} is not base64")
+    return decoded
 
 
 # A salt for users without a credential, stable per user for this process, so a server's first
