@@ -19,6 +19,7 @@ from pafka.cli import (
     quotas,
     services,
     topics,
+    users,
 )
 from pafka.errors import PafkaError
 
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs.register(sub)
     quotas.register(sub)
     leaders.register(sub)
+    users.register(sub)
     bench.register(sub)
     return parser
 

@@ -10,9 +10,11 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
+from pafka.security.listeners import plaintext
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
 from services.broker.groups.config import GroupConfig
+from services.broker.listener_settings import ListenerSettings
 from services.broker.transactions.config import TransactionConfig
 
 PREFIX = "PAFKA_BROKER_"
@@ -68,10 +70,18 @@ class BrokerSettings:
     quota_window_num: int = 11
     quota_window_size_seconds: int = 1
     log_level: str = "INFO"
+    # Listeners, TLS and SASL; None: one PLAINTEXT listener at host:port.
+    listener_config: ListenerSettings | None = None
 
     @property
     def control_url(self) -> str:
         return f"http://{self.advertised_host}:{self.http_port}"
+
+    @property
+    def listeners(self) -> ListenerSettings:
+        if self.listener_config is not None:
+            return self.listener_config
+        return ListenerSettings(listeners=(plaintext(self.host, self.port),))
 
     @classmethod
     def from_env(cls, values: Mapping[str, str] | None = None) -> BrokerSettings:
@@ -217,4 +227,7 @@ class BrokerSettings:
             ),
             network=network,
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
+            listener_config=ListenerSettings.from_env(
+                env, host=env.text("HOST", cls.host), port=env.integer("PORT", cls.port)
+            ),
         )
