@@ -62,8 +62,9 @@ def _decode(entity_path: str, data: bytes | None) -> dict[str, str]:
 
 
 class EntityConfigView:
-    def __init__(self, zk: ZkClient) -> None:
+    def __init__(self, zk: ZkClient, expiration_ms: int = NOTIFICATION_EXPIRATION_MS) -> None:
         self._zk = zk
+        self._expiration_ms = expiration_ms
         self._configs: dict[str, Mapping[str, str]] = {}
         self._snapshot: EntityConfigs = MappingProxyType({})
         self._subscribers: list[Subscriber] = []
@@ -90,6 +91,7 @@ class EntityConfigView:
             if got is not None:
                 self._store(path, got[0])
         self._publish()
+        await self._zk.run(_purge_expired, self._zk.kazoo, children, self._expiration_ms)
         self._zk.watch_children(CONFIG_CHANGES, self._notified)
 
     def _store(self, entity_path: str, data: bytes | None) -> bool:
@@ -138,7 +140,7 @@ class EntityConfigView:
             for entity_path in changed:
                 for subscriber in self._subscribers:
                     await subscriber(entity_path)
-        await self._zk.run(_purge_expired, self._zk.kazoo, children)
+        await self._zk.run(_purge_expired, self._zk.kazoo, children, self._expiration_ms)
 
     def entities(self) -> dict[tuple[str | None, str | None], Mapping[str, str]]:
         """The snapshot keyed by (user, client id), names desanitized."""
@@ -150,11 +152,11 @@ class EntityConfigView:
         return out
 
 
-def _purge_expired(zk: KazooClient, children: list[str]) -> None:
+def _purge_expired(zk: KazooClient, children: list[str], expiration_ms: int) -> None:
     """Delete the notifications older than Kafka's expiration (any broker may). Blocking."""
     now_ms = time.time() * 1000
     stats = get_many(zk, [ConfigChangeZNode.path(c) for c in children])
     for child, got in zip(children, stats, strict=True):
-        if got is not None and now_ms - got[1].ctime > NOTIFICATION_EXPIRATION_MS:
+        if got is not None and now_ms - got[1].ctime > expiration_ms:
             with contextlib.suppress(NoNodeError):
                 zk.delete(ConfigChangeZNode.path(child))
