@@ -24,8 +24,10 @@ from kafka.protocol.admin import (
     DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 )
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
+from pafka.admin.client_quotas import alter_quotas
 from tests.integration.conftest import ClusterHandle
 from tests.integration.wire import read_exact
 
@@ -42,23 +44,25 @@ def _call(
         return response_cls.decode(read_exact(sock, size), version=version, header=True)
 
 
-def _produce_throttle_ms(address: tuple[str, int], client_id: str) -> int:
-    """A Produce v7 of an empty record set to a topic nobody has: the answer is an error, but
-    the request's bytes count against the client's producer quota all the same."""
-    cls = ProduceRequest[7]
-    request = cls(
-        transactional_id=None,
-        acks=1,
-        timeout_ms=1000,
-        topic_data=[
-            cls.TopicProduceData(
-                name="no-such-topic-" + "x" * 200,
-                partition_data=[cls.TopicProduceData.PartitionProduceData(index=0, records=b"")],
-            )
-        ],
+def _produce_timed(address: tuple[str, int], client_id: str, version: int) -> tuple[int, float]:
+    """(throttle_time_ms, seconds until the answer) of a Produce of an empty record set to a
+    topic nobody has: the answer is an error, but the request's bytes count against the
+    client's producer quota all the same."""
+    cls = ProduceRequest[version]
+    data = cls.TopicProduceData(
+        name="no-such-topic-" + "x" * 200,
+        partition_data=[cls.TopicProduceData.PartitionProduceData(index=0, records=b"")],
     )
-    response = _call(address, request, ProduceResponse, 7, client_id)
-    return int(response.throttle_time_ms)
+    txn: dict[str, Any] = {"transactional_id": None} if version >= 3 else {}
+    request = cls(**txn, acks=1, timeout_ms=1000, topic_data=[data])
+    started = time.monotonic()
+    response = _call(address, request, ProduceResponse, version, client_id)
+    return int(response.throttle_time_ms), time.monotonic() - started
+
+
+def _produce_throttle_ms(address: tuple[str, int], client_id: str) -> int:
+    """A KIP-219 Produce (v7): answered at once, its throttle time in the answer."""
+    return _produce_timed(address, client_id, 7)[0]
 
 
 def _pafka(*args: str) -> subprocess.CompletedProcess[str]:
@@ -242,3 +246,38 @@ def test_client_quota_errors_are_kafkas(cluster: ClusterHandle) -> None:
     assert response.error_code == invalid_request
     response = _describe(cluster, [("group", 2, None)])
     assert response.error_code == unsupported_version
+
+
+def test_old_clients_get_their_answer_after_the_throttle(cluster: ClusterHandle) -> None:
+    """Before KIP-219 (Produce v0-v5) the broker holds a throttled answer for the throttle
+    time; the answer says how long it was."""
+    client = f"cqold-{uuid.uuid4().hex[:8]}"
+    address = cluster.broker_address(cluster.broker_ids()[0])
+    # Each request is ~300 bytes, over at least 10 s of windows: a few dozen requests reach
+    # the quota, and one more owes a fraction of a second.
+    alter_quotas(cluster.zk, (None, client), [("producer_byte_rate", 1000.0)], False)
+    _until(lambda: _produce_timed(address, client, 7)[0] > 0)
+    throttle_ms, took_s = _produce_timed(address, client, 2)
+    assert throttle_ms > 0
+    assert took_s >= throttle_ms / 1000
+
+
+def test_request_time_throttles_are_bounded_by_one_window(cluster: ClusterHandle) -> None:
+    """A client over a tiny request_percentage is throttled on any request, at most one quota
+    window (quota.window.size.seconds, 1 s here) at a time, as Kafka's request quotas."""
+    client = f"cqreq-{uuid.uuid4().hex[:8]}"
+    address = cluster.broker_address(cluster.broker_ids()[0])
+    alter_quotas(cluster.zk, (None, client), [("request_percentage", 0.0001)], False)
+    request = MetadataRequest[8](
+        topics=[], allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False, include_topic_authorized_operations=False,
+    )  # fmt: skip
+    throttles: list[int] = []
+
+    def throttled() -> bool:
+        response = _call(address, request, MetadataResponse, 8, client)
+        throttles.append(int(response.throttle_time_ms))
+        return throttles[-1] > 0
+
+    _until(throttled)
+    assert 0 < max(throttles) <= 1000
