@@ -18,14 +18,16 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pafka.protocol.fetch_codec import FetchResponseBody
 from pafka.protocol.messages import ApiKey
 from pafka.protocol.produce_codec import ProduceResponseBody
 from pafka.storage.region import close_regions
-from services.broker.handlers.context import RequestContext
 from services.broker.quota_manager import PERCENT_PER_SECOND, QuotaManager
+
+if TYPE_CHECKING:  # the handlers import this module (fetch_reads)
+    from services.broker.handlers.context import RequestContext
 
 # The first version of each API whose clients throttle themselves (KIP-219's
 # ``shouldClientThrottle``); APIs newer than KIP-219 throttle at every version.
