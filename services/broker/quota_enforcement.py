@@ -129,6 +129,8 @@ def apply_quotas(
     """Record the request against its client's quotas: the response to send (its throttle
     time set, a throttled fetch emptied) and the throttle time owed."""
     api = ApiKey(ctx.api_key)
+    if api is ApiKey.FETCH and int(getattr(body, "replica_id", CONSUMER_REPLICA_ID)) >= 0:
+        return response, 0  # a follower's fetch is a cluster action, beyond client quotas
     user, client = _user(ctx), _client(ctx)
     now_ms = quotas.clock_ms()
     request_ms = 0
@@ -140,8 +142,6 @@ def apply_quotas(
     if api is ApiKey.PRODUCE:
         bandwidth_ms = quotas.produce.record(user, client, request_bytes, now_ms)
     elif api is ApiKey.FETCH:
-        if int(getattr(body, "replica_id", CONSUMER_REPLICA_ID)) >= 0:
-            return response, 0  # a follower: replication quotas are not client quotas
         bandwidth = quotas.fetch
         size = _fetch_bytes(response)
         bandwidth_ms = quotas.fetch.record(user, client, size, now_ms)

@@ -149,7 +149,7 @@ def fetch_limits(ctx: RequestContext, request: Any) -> tuple[int, int, float, in
     quota_bytes = fetch_quota_bytes(ctx, replica_id)
     max_bytes = int(min(requested, ctx.broker.settings.fetch_max_bytes, quota_bytes))
     deadline = time.monotonic() + max(int(request.max_wait_ms), 0) / 1000
-    return max_bytes, replica_id, deadline, max(int(request.min_bytes), 0)
+    return max_bytes, replica_id, deadline, min(max(int(request.min_bytes), 0), max_bytes)
 
 
 def partition_data(ctx: RequestContext, item: PartitionFetch) -> PartitionData:
