@@ -37,9 +37,9 @@ def quota_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterH
         "PAFKA_BROKER_QUOTA_WINDOW_NUM": str(WINDOWS),
         "PAFKA_BROKER_QUOTA_WINDOW_SIZE_SECONDS": "1",
     }
-    with own_cluster(tmp_path_factory, "quotas", brokers=1, controllers=1, broker_env=env) as c:
+    with own_cluster(tmp_path_factory, "quotas", brokers=2, controllers=1, broker_env=env) as c:
         deadline = time.monotonic() + 60
-        while not c.broker_ids():
+        while len(c.broker_ids()) < 2:
             assert time.monotonic() < deadline, "the broker did not register"
             time.sleep(0.1)
         yield c
@@ -201,3 +201,29 @@ def test_consumer_is_held_to_its_byte_rate(quota_cluster: ClusterHandle) -> None
     free_elapsed = free_tally.events[-1][0]
     assert count * MESSAGE / free_elapsed > 3 * QUOTA
     assert not any(free_tally.throttles_ms)
+
+
+def test_followers_are_never_throttled_by_client_quotas(quota_cluster: ClusterHandle) -> None:
+    """With every client held to a few bytes a second by default, replication still keeps up:
+    acks=all writes are answered (they wait for the follower's fetches), and the follower's
+    fetches are not counted against any client's quota."""
+    default = (None, "<default>")
+    alter_quotas(quota_cluster.zk, default, [("consumer_byte_rate", 10.0)], False)
+    try:
+        name = f"quota-rf2-{uuid.uuid4().hex[:8]}"
+        quota_cluster.create_topic(name, partitions=1, replication_factor=2)
+        producer = Producer(
+            {"bootstrap.servers": quota_cluster.bootstrap, "acks": "all", "linger.ms": 5}
+        )
+        failures: list[Any] = []
+        for _ in range(256):  # 1 MiB, far beyond what the default quota lets a client fetch
+            producer.produce(
+                name,
+                b"z" * MESSAGE,
+                partition=0,
+                on_delivery=lambda err, _msg: failures.append(err) if err else None,
+            )
+        assert producer.flush(30) == 0
+        assert failures == []
+    finally:
+        alter_quotas(quota_cluster.zk, default, [("consumer_byte_rate", None)], False)
