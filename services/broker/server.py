@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -336,13 +337,18 @@ class _Connection(asyncio.Protocol):
 
     async def _sit_out_throttle(self, loop: asyncio.AbstractEventLoop) -> None:
         """Send what is pending (the throttled response leaves at once), then read nothing
-        until the throttle ends; file regions go out by ``sendfile`` as usual."""
+        until the throttle ends (as Kafka, a muted connection's close is seen only then; the
+        server's own close ends the wait); file regions go out by ``sendfile`` as usual."""
         self._flush()
-        assert self._transport is not None
+        if self._closed or self._transport is None:
+            return
         self._transport.pause_reading()
         self._handling = True  # a muted connection is not idle
         try:
-            await asyncio.sleep(max(0.0, self._muted_until - loop.time()))
+            while not self._closed and (remaining := self._muted_until - loop.time()) > 0:
+                self._wakeup = loop.create_future()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup, remaining)
         finally:
             self._handling = False
         if not self._reading_paused and not self._closed:

@@ -34,16 +34,17 @@ PAUSE_S = 0.2
 class ThrottlingHandler:
     """Answers request ``id`` with ``id``; request 0 owes a throttle."""
 
-    def __init__(self, body: EncodedResponse | None = None) -> None:
+    def __init__(self, body: EncodedResponse | None = None, mute_ms: int = MUTE_MS) -> None:
         self.handled: list[int] = []
         self.body = body
+        self.mute_ms = mute_ms
 
     async def __call__(self, frame: bytes | memoryview, session: object) -> object:
         (ident,) = ID.unpack_from(frame)
         self.handled.append(ident)
         answer: EncodedResponse = bytearray(encode_frame(ID.pack(ident)))
         if ident == 0:
-            return Throttled(self.body if self.body is not None else answer, MUTE_MS)
+            return Throttled(self.body if self.body is not None else answer, self.mute_ms)
         return answer
 
 
