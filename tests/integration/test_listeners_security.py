@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer
 from kazoo.client import KazooClient
@@ -43,6 +43,9 @@ BROKERS = 2
 PASSWORDS = {"broker": "broker-secret", "alice": "alice-secret"}
 LISTENERS = ("SSL", "SASL_SSL", "SASL_PLAINTEXT")
 AUTHENTICATION_TIMEOUT_MS = 2000
+# SASL sessions end this often (connections.max.reauth.ms), so every test here also runs across
+# re-authentications: librdkafka's (KIP-368), and pafka's connections retiring in time.
+REAUTH_MS = 8000
 
 
 @dataclass
@@ -127,6 +130,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
                 "PAFKA_BROKER_INTER_BROKER_SASL_USERNAME": "broker",
                 "PAFKA_BROKER_INTER_BROKER_SASL_PASSWORD": PASSWORDS["broker"],
                 "PAFKA_BROKER_AUTHENTICATION_TIMEOUT_MS": str(AUTHENTICATION_TIMEOUT_MS),
+                "PAFKA_BROKER_CONNECTIONS_MAX_REAUTH_MS": str(REAUTH_MS),
                 "PAFKA_BROKER_DEFAULT_REPLICATION_FACTOR": "2",
             },
             service_env=service_env,
@@ -151,6 +155,10 @@ def _topic(cluster: SecureCluster, listener: str) -> str:
     futures = admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=2)])
     futures[name].result(timeout=30)
     return name
+
+
+def _partition(topic: str, partition: int) -> TopicPartition:
+    return TopicPartition(topic, partition)
 
 
 def _round_trip(cluster: SecureCluster, listener: str, **extra: Any) -> None:
@@ -212,13 +220,15 @@ def test_a_certificate_from_another_authority_is_refused(
     context = ssl.create_default_context(cafile=str(secure.ca.ca.cert))
     context.load_cert_chain(str(stranger.cert), str(stranger.key))
     port = next(iter(secure.ports.values()))["SSL"]
-    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-            with context.wrap_socket(raw, server_hostname="localhost") as tls:
-                # TLS 1.3 reports a refused client certificate at the first read.
-                tls.sendall(b"\x00\x00\x00\x00")
-                if not tls.recv(1):
-                    raise ConnectionError("closed")
+    with (
+        pytest.raises((ssl.SSLError, ConnectionError, OSError)),
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        # TLS 1.3 reports a refused client certificate at the first read.
+        tls.sendall(b"\x00\x00\x00\x00")
+        if not tls.recv(1):
+            raise ConnectionError("closed")
 
 
 def test_a_wrong_password_is_sasl_authentication_failed(secure: SecureCluster) -> None:
@@ -360,8 +370,38 @@ def test_clients_connect_again_after_refusal_and_others_are_unaffected(
     port = next(iter(secure.ports.values()))["SASL_SSL"]
     context = ssl.create_default_context(cafile=str(secure.ca.ca.cert))
     for payload in garbage:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-            with context.wrap_socket(raw, server_hostname="localhost") as tls:
-                tls.sendall(payload)
-                assert _closed_within(tls, 10)
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            tls.sendall(payload)
+            assert _closed_within(tls, 10)
     _round_trip(secure, "SASL_SSL")
+
+
+def test_sessions_outlive_their_sasl_lifetime_by_reauthenticating(secure: SecureCluster) -> None:
+    """Three session lifetimes of steady acks=all writes over SASL_SSL: librdkafka
+    re-authenticates in place, followers reconnect; nothing fails, nothing is lost."""
+    topic = _topic(secure, "SASL_SSL")
+    errors: list[KafkaError] = []
+    delivered: list[int] = []
+    producer = Producer(
+        secure.confluent("SASL_SSL", acks="all", error_cb=errors.append, **{"linger.ms": 5})
+    )
+    deadline = time.monotonic() + 3 * REAUTH_MS / 1000
+    sent = 0
+    while time.monotonic() < deadline:
+        producer.produce(
+            topic,
+            str(sent).encode(),
+            on_delivery=lambda err, msg: errors.append(err) if err else delivered.append(1),
+        )
+        sent += 1
+        producer.poll(0.02)
+    assert producer.flush(30) == 0
+    assert errors == []
+    assert len(delivered) == sent
+    low, high = Consumer(
+        secure.confluent("SASL_SSL", **{"group.id": "offsets"})
+    ).get_watermark_offsets(_partition(topic, 0), timeout=10)
+    assert low == 0 and high > 0
