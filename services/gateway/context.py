@@ -48,6 +48,7 @@ async def open_context(settings: GatewaySettings) -> GatewayContext:
         zk=zk,
         client_id="pafka-gateway",
         network=settings.network,
+        security=settings.kafka_security,
     )
     await cluster.start()
     producer = Producer(

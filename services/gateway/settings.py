@@ -9,6 +9,7 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
+from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity, read_client_security
 
 PREFIX = "PAFKA_GATEWAY_"
 
@@ -39,6 +40,9 @@ class GatewaySettings:
     # Connect and call deadlines, keepalive, reconnect backoff of connections to brokers.
     network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
+    # How the gateway's Kafka connections are secured (SECURITY_PROTOCOL, SSL_*, SASL_*,
+    # LISTENER), as any Kafka client's.
+    kafka_security: ClientSecurity = PLAINTEXT_CLIENT
 
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
         found = []
@@ -78,6 +82,7 @@ class GatewaySettings:
             tokens=env.raw("TOKENS"),
             network=read_deadlines(env),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
+            kafka_security=read_client_security(env),
         )
         settings.bootstrap_addresses()
         return settings

@@ -12,6 +12,8 @@ import asyncio
 import json
 import socket
 import ssl
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -405,3 +407,46 @@ def test_sessions_outlive_their_sasl_lifetime_by_reauthenticating(secure: Secure
         secure.confluent("SASL_SSL", **{"group.id": "offsets"})
     ).get_watermark_offsets(_partition(topic, 0), timeout=10)
     assert low == 0 and high > 0
+
+
+def _pafka(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pafka.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_pafka_tools_take_a_kafka_command_config(secure: SecureCluster, tmp_path: Path) -> None:
+    """The same client properties file a Kafka user hands kafka-topics.sh (a JAAS line, a PEM
+    truststore) drives pafka's tools over SASL_SSL, through a bootstrap server or ZooKeeper."""
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        f'    username="alice" password="{PASSWORDS["alice"]}";\n'
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={secure.ca.ca.cert}\n"
+    )
+    bootstrap = [
+        "--bootstrap-server",
+        secure.bootstrap("SASL_SSL"),
+        "--command-config",
+        str(config),
+    ]
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    created = _pafka(
+        "topics", "create", topic, "--partitions", "2", "--replication-factor", "2", *bootstrap
+    )
+    assert created.returncode == 0, created.stderr
+    produced = _pafka("produce", topic, "--value", "one", "--value", "two", *bootstrap)
+    assert produced.returncode == 0, produced.stderr
+    by_zookeeper = ["--zookeeper", secure.zk_connect, "--command-config", str(config)]
+    consumed = _pafka("consume", topic, "--from-beginning", "--max-messages", "2", *by_zookeeper)
+    assert consumed.returncode == 0, consumed.stderr
+    assert sorted(consumed.stdout.split()) == ["one", "two"]
+    config.write_text(config.read_text().replace(PASSWORDS["alice"], "wrong"))
+    refused = _pafka("topics", "list", *bootstrap)
+    assert refused.returncode != 0
