@@ -39,7 +39,7 @@ from pafka.security.listeners import SecurityProtocol
 from pafka.security.scram_credentials import ScramCredential
 from pafka.security.tls import TlsFiles
 from pafka.zk.client import ZkClient
-from tests.integration.certs import Pem, ThrowawayCa
+from pafka.local.certs import Pem, ThrowawayCa
 
 BROKERS = 2
 PASSWORDS = {"broker": "broker-secret", "alice": "alice-secret"}

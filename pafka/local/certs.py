@@ -1,5 +1,6 @@
-"""A throwaway certificate authority for TLS tests, made with the openssl command line: a CA,
-a server certificate for 127.0.0.1 and localhost, and client certificates for mTLS."""
+"""A throwaway certificate authority made with the openssl command line, for local clusters,
+tests and benchmarks: a CA, a server certificate for 127.0.0.1 and localhost, and client
+certificates for mTLS."""
 
 from __future__ import annotations
 
