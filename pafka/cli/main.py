@@ -9,7 +9,17 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import bench, clients, cluster, configs, groups, leaders, services, topics
+from pafka.cli import (
+    bench,
+    clients,
+    cluster,
+    configs,
+    groups,
+    leaders,
+    services,
+    topics,
+    zookeeper_acls,
+)
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -28,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     configs.register(sub)
     leaders.register(sub)
     bench.register(sub)
+    zookeeper_acls.register(sub)
     return parser
 
 

@@ -11,10 +11,16 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pafka.cli.cluster import default_data_dir
+from pafka.envconfig import Env
 from pafka.errors import ConfigError, CoordinationError
 from pafka.local.cluster import read_state
+from pafka.zk.acl_kazoo import kazoo_client
+from pafka.zk.security import ZkSecurity, read_zk_security
 
 ZK_TIMEOUT_S = 10
+# The command line's own settings: ZooKeeper credentials for --zookeeper (ZK_AUTH, ZK_AUTH_FILE,
+# ZK_SET_ACL), as the services take theirs.
+PREFIX = "PAFKA_CLI_"
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,9 +49,13 @@ def resolve(args: argparse.Namespace) -> Target:
     return Target(str(endpoints["bootstrap_servers"]), str(state["zookeeper"]))
 
 
+def zk_security() -> ZkSecurity:
+    return read_zk_security(Env.of(PREFIX))
+
+
 @contextmanager
 def zookeeper(connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=connect)
+    client = kazoo_client(connect, zk_security())
     try:
         client.start(timeout=ZK_TIMEOUT_S)
     except Exception as exc:
