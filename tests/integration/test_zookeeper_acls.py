@@ -1,0 +1,174 @@
+"""ZooKeeper ACLs (Kafka's zookeeper.set.acl) on a real cluster: services authenticate with a
+digest identity and create every znode readable by anyone, writable only by that identity;
+credentials' subtrees are not even readable; wrong credentials stop a service at start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+from kazoo.security import Permissions
+
+from pafka.local.zookeeper import free_port
+from pafka.zk import znodes
+from pafka.zk.acl_migration import set_tree_acls
+from pafka.zk.security import parse_zk_auth
+from tests.integration.secure_cluster import (
+    ZK_AUTH,
+    SecureCluster,
+    authenticated,
+    create_topic_and_round_trip,
+    secure_cluster,
+)
+
+TOPIC = "secured"
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
+    with secure_cluster(
+        tmp_path_factory, "zk-acls", brokers=2, controllers=1, gateways=1, zk_auth=ZK_AUTH
+    ) as handle:
+        create_topic_and_round_trip(handle.local.bootstrap, TOPIC)
+        yield handle
+
+
+@pytest.fixture
+def anonymous(secured: SecureCluster) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=secured.zookeeper.connect_string)
+    client.start(timeout=15)
+    yield client
+    client.stop()
+    client.close()
+
+
+def test_a_cluster_with_zookeeper_auth_works(secured: SecureCluster) -> None:
+    create_topic_and_round_trip(secured.local.bootstrap, "secured-again", partitions=1)
+    assert all(s.ready() for s in secured.local.services.values())
+
+
+def test_anyone_reads_brokers_and_topics_but_cannot_change_them(
+    secured: SecureCluster, anonymous: KazooClient
+) -> None:
+    assert sorted(anonymous.get_children(znodes.BROKER_IDS)) == ["1", "2"]
+    data, _ = anonymous.get(znodes.TopicZNode.path(TOPIC))
+    assert znodes.TopicZNode.decode(TOPIC, data).partitions.keys() == {0, 1}
+    state = znodes.PartitionState.path(TOPIC, 0)
+    anonymous.get(state)
+    with pytest.raises(NoAuthError):
+        anonymous.set(znodes.TopicZNode.path(TOPIC), b"{}")
+    with pytest.raises(NoAuthError):
+        anonymous.set(state, b"{}")
+    with pytest.raises(NoAuthError):
+        anonymous.delete(state)
+    with pytest.raises(NoAuthError):
+        anonymous.create(znodes.BrokerInfo.path(99), b"{}", ephemeral=True)
+    with pytest.raises(NoAuthError):
+        anonymous.create(znodes.DELETE_TOPICS + "/" + TOPIC)
+
+
+def test_every_znode_the_services_made_has_the_secure_acl(secured: SecureCluster) -> None:
+    owner = parse_zk_auth(ZK_AUTH, "test").identity
+    for path in (
+        znodes.BrokerInfo.path(1),
+        znodes.TopicZNode.path(TOPIC),
+        znodes.PartitionState.path(TOPIC, 1),
+        znodes.CONTROLLER_EPOCH,
+        znodes.CLUSTER_ID,
+    ):
+        acls, _ = secured.zk.get_acls(path)
+        assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
+            ("digest", owner, Permissions.ALL),
+            ("world", "anyone", Permissions.READ),
+        }, path
+
+
+def test_credentials_are_not_world_readable(secured: SecureCluster, anonymous: KazooClient) -> None:
+    path = znodes.EntityConfigZNode.path(znodes.entity_config_path("alice", None))
+    payload = znodes.EntityConfigZNode({"SCRAM-SHA-256": "salt=x,stored_key=y"}).encode()
+    secured.zk.create(path, payload, makepath=True)
+    with pytest.raises(NoAuthError):
+        anonymous.get(path)
+    with pytest.raises(NoAuthError):
+        anonymous.get_children(znodes.CONFIG_USERS)
+    wrong = authenticated(secured.zookeeper.connect_string, "digest:pafka:wrong")
+    try:
+        with pytest.raises(NoAuthError):
+            wrong.get(path)
+    finally:
+        wrong.stop()
+        wrong.close()
+    assert secured.zk.get(path)[0] == payload
+
+
+def _start_broker(
+    secured: SecureCluster, tmp_path: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pafka.cli.main", "broker"],
+        env={
+            **os.environ,
+            "PAFKA_BROKER_ID": "7",
+            "PAFKA_BROKER_ZOOKEEPER": secured.zookeeper.connect_string,
+            "PAFKA_BROKER_HOST": "127.0.0.1",
+            "PAFKA_BROKER_ADVERTISED_HOST": "127.0.0.1",
+            "PAFKA_BROKER_PORT": str(free_port()),
+            "PAFKA_BROKER_HTTP_PORT": str(free_port()),
+            "PAFKA_BROKER_DATA_DIR": str(tmp_path / "data"),
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_wrong_credentials_stop_a_service_at_start(secured: SecureCluster, tmp_path: Path) -> None:
+    done = _start_broker(secured, tmp_path, {"PAFKA_BROKER_ZK_AUTH": "digest:pafka:wrong"})
+    assert done.returncode == 1
+    assert "ZooKeeper refuses writes to /brokers/ids by digest user 'pafka'" in done.stderr
+    assert "the-right-password" not in done.stderr + done.stdout
+
+
+def test_no_credentials_stop_a_service_at_start(secured: SecureCluster, tmp_path: Path) -> None:
+    done = _start_broker(secured, tmp_path, {})
+    assert done.returncode == 1
+    assert "no identity (ZooKeeper authentication not configured)" in done.stderr
+
+
+def test_existing_znodes_are_secured_by_the_migration(secured: SecureCluster) -> None:
+    """Nodes created before ACLs were turned on keep theirs until `pafka zookeeper secure`."""
+    chroot = secured.zookeeper.connect_string + "/migrated"
+    plain = KazooClient(hosts=secured.zookeeper.connect_string)
+    plain.start(timeout=15)
+    try:
+        plain.create("/migrated/brokers/topics/old", b"{}", makepath=True)
+        plain.create("/migrated/config/users/bob", b"{}", makepath=True)
+        plain.create("/migrated/consumers/g/ids", b"", makepath=True)
+    finally:
+        plain.stop()
+        plain.close()
+    owner = authenticated(chroot)
+    try:
+        set_tree_acls(owner, secure=True)
+    finally:
+        owner.stop()
+        owner.close()
+    anonymous = KazooClient(hosts=chroot)
+    anonymous.start(timeout=15)
+    try:
+        anonymous.get("/brokers/topics/old")
+        with pytest.raises(NoAuthError):
+            anonymous.set("/brokers/topics/old", b"{}")
+        with pytest.raises(NoAuthError):
+            anonymous.get("/config/users/bob")
+        anonymous.create("/consumers/other", b"")  # the old consumers' root stays open
+    finally:
+        anonymous.stop()
+        anonymous.close()
