@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
 
 from pafka.cli.cluster import default_data_dir
 from pafka.envconfig import Env
@@ -62,6 +63,11 @@ def zookeeper(connect: str) -> Iterator[KazooClient]:
         raise CoordinationError(f"cannot reach ZooKeeper at {connect}: {exc}") from exc
     try:
         yield client
+    except NoAuthError:
+        raise CoordinationError(
+            f"ZooKeeper refused the change (NoAuth): its znodes are writable only by the "
+            f"cluster's identity; give it in {PREFIX}ZK_AUTH or {PREFIX}ZK_AUTH_FILE"
+        ) from None
     finally:
         client.stop()
         client.close()

@@ -94,7 +94,8 @@ def map_kazoo_error(exc: BaseException) -> PafkaError:
     if isinstance(exc, NoAuthError):
         return CoordinationError(
             "ZooKeeper refused the operation (NoAuth): the znode's ACL does not allow this "
-            "client's identity; check the ZooKeeper credentials (ZK_AUTH)"
+            "client's identity; check the ZooKeeper credentials (PAFKA_<SERVICE>_ZK_AUTH, "
+            "PAFKA_CLI_ZK_AUTH for the command line)"
         )
     return CoordinationError(f"ZooKeeper error: {type(exc).__name__}: {exc}")
 

@@ -172,3 +172,38 @@ def test_existing_znodes_are_secured_by_the_migration(secured: SecureCluster) ->
     finally:
         anonymous.stop()
         anonymous.close()
+
+
+def _cli(
+    secured: SecureCluster, env: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pafka.cli.main",
+            *args,
+            "--zookeeper",
+            secured.zookeeper.connect_string,
+        ],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_command_line_writes_with_credentials_and_reads_without(
+    secured: SecureCluster, tmp_path: Path
+) -> None:
+    refused = _cli(secured, {}, "topics", "create", "cli-made")
+    assert refused.returncode == 1
+    assert "NoAuth" in refused.stderr and "PAFKA_CLI_ZK_AUTH" in refused.stderr
+    secret = tmp_path / "zk-auth"
+    secret.write_text(ZK_AUTH)
+    made = _cli(secured, {"PAFKA_CLI_ZK_AUTH_FILE": str(secret)}, "topics", "create", "cli-made")
+    assert made.returncode == 0, made.stderr
+    listed = _cli(secured, {}, "topics", "list")
+    assert "cli-made" in listed.stdout.split()
+    acls, _ = secured.zk.get_acls(znodes.TopicZNode.path("cli-made"))
+    assert len(acls) == 2 and {a.id.scheme for a in acls} == {"digest", "world"}
