@@ -1,60 +1,22 @@
-"""A cluster of its own with ZooKeeper authentication and/or a control secret, and a round trip
-through it with a Kafka client: the security tests' shared parts."""
+"""The security tests' shared parts: a ZooKeeper client with the services' identity, and a
+round trip through a cluster with a Kafka client."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import pytest
 from kazoo.client import KazooClient
 
-from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer
 from pafka.zk.acl_kazoo import kazoo_client
 from pafka.zk.security import ZkSecurity, parse_zk_auth
 
 ZK_AUTH = "digest:pafka:the-right-password"
 
 
-@dataclass
-class SecureCluster:
-    local: LocalCluster
-    zookeeper: ZooKeeperServer
-    # Authenticated as the services are, creating znodes with the same ACLs.
-    zk: KazooClient
-
-
 def authenticated(connect: str, auth: str = ZK_AUTH) -> KazooClient:
+    """A client with the services' identity, creating znodes with the same ACLs."""
     security = ZkSecurity(parse_zk_auth(auth, "test"), set_acl=True)
     client = kazoo_client(connect, security)
     client.start(timeout=15)
     return client
-
-
-@contextlib.contextmanager
-def secure_cluster(
-    tmp_path_factory: pytest.TempPathFactory, name: str, **options: Any
-) -> Iterator[SecureCluster]:
-    zookeeper = ZooKeeperServer(Path(tmp_path_factory.mktemp(f"{name}-zk")))
-    zookeeper.start()
-    local = LocalCluster(
-        Path(tmp_path_factory.mktemp(name)), zookeeper=zookeeper.connect_string, **options
-    )
-    try:
-        local.start()
-        zk = authenticated(zookeeper.connect_string)
-        try:
-            yield SecureCluster(local, zookeeper, zk)
-        finally:
-            zk.stop()
-            zk.close()
-    finally:
-        local.stop()
-        zookeeper.stop()
 
 
 def create_topic_and_round_trip(bootstrap: str, topic: str, partitions: int = 2) -> None:

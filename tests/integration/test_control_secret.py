@@ -16,12 +16,8 @@ from kafka.protocol.admin import ElectLeadersRequest, ElectLeadersResponse
 from pafka.control import messages as control
 from pafka.control.secret import bearer_headers
 from pafka.errors import ClusterAuthorizationFailedError
-from tests.integration.secure_cluster import (
-    ZK_AUTH,
-    SecureCluster,
-    create_topic_and_round_trip,
-    secure_cluster,
-)
+from tests.integration.conftest import ClusterHandle, own_cluster
+from tests.integration.secure_cluster import ZK_AUTH, create_topic_and_round_trip
 from tests.integration.wire import request_once
 
 SECRET = "the-control-secret"
@@ -29,8 +25,8 @@ TOPIC = "guarded"
 
 
 @pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
-    with secure_cluster(
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    with own_cluster(
         tmp_path_factory,
         "control-secret",
         brokers=2,
@@ -75,7 +71,7 @@ def _forged(epoch: int) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("headers", [{}, bearer_headers("wrong"), {"Authorization": SECRET}])
 def test_forged_control_requests_are_refused_and_change_nothing(
-    guarded: SecureCluster, headers: dict[str, str]
+    guarded: ClusterHandle, headers: dict[str, str]
 ) -> None:
     url = guarded.local.broker(1).http_url
     before = _status(url)
@@ -90,7 +86,7 @@ def test_forged_control_requests_are_refused_and_change_nothing(
     assert after["partitions"].keys() == before["partitions"].keys()
 
 
-def test_probes_and_metrics_stay_open_the_rest_needs_the_secret(guarded: SecureCluster) -> None:
+def test_probes_and_metrics_stay_open_the_rest_needs_the_secret(guarded: ClusterHandle) -> None:
     for service in guarded.local.services.values():
         for path in ("/livez", "/readyz", "/metrics"):
             assert httpx.get(service.http_url + path, timeout=10).status_code == 200, path
@@ -105,7 +101,7 @@ def test_probes_and_metrics_stay_open_the_rest_needs_the_secret(guarded: SecureC
     assert refused.status_code == 401
 
 
-def test_brokers_reach_the_controller_with_the_secret(guarded: SecureCluster) -> None:
+def test_brokers_reach_the_controller_with_the_secret(guarded: ClusterHandle) -> None:
     """ElectLeaders goes broker -> controller: refused there, it would answer error 31."""
     broker = guarded.local.broker(2)
     answer: Any = request_once(
@@ -117,7 +113,7 @@ def test_brokers_reach_the_controller_with_the_secret(guarded: SecureCluster) ->
     assert answer.error_code == 0
 
 
-def test_a_broker_restart_goes_through_controlled_shutdown(guarded: SecureCluster) -> None:
+def test_a_broker_restart_goes_through_controlled_shutdown(guarded: ClusterHandle) -> None:
     """The stopping broker asks the controller to move leadership (its secret accepted), the
     controller tells the restarted broker its partitions again, and records flow."""
     guarded.local.restart("broker-2")

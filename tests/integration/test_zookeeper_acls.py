@@ -17,44 +17,44 @@ from kazoo.security import Permissions
 
 from pafka.local.zookeeper import free_port
 from pafka.zk import znodes
-from pafka.zk.acl_migration import set_tree_acls
 from pafka.zk.security import parse_zk_auth
-from tests.integration.secure_cluster import (
-    ZK_AUTH,
-    SecureCluster,
-    authenticated,
-    create_topic_and_round_trip,
-    secure_cluster,
-)
+from tests.integration.conftest import ClusterHandle, own_cluster
+from tests.integration.secure_cluster import ZK_AUTH, authenticated, create_topic_and_round_trip
 
 TOPIC = "secured"
 
 
 @pytest.fixture(scope="module")
-def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
-    with secure_cluster(
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    with own_cluster(
         tmp_path_factory, "zk-acls", brokers=2, controllers=1, gateways=1, zk_auth=ZK_AUTH
     ) as handle:
         create_topic_and_round_trip(handle.local.bootstrap, TOPIC)
         yield handle
 
 
-@pytest.fixture
-def anonymous(secured: SecureCluster) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=secured.zookeeper.connect_string)
-    client.start(timeout=15)
+@pytest.fixture(scope="module")
+def owner(secured: ClusterHandle) -> Iterator[KazooClient]:
+    """Authenticated as the services are."""
+    client = authenticated(secured.zk_connect)
     yield client
     client.stop()
     client.close()
 
 
-def test_a_cluster_with_zookeeper_auth_works(secured: SecureCluster) -> None:
+@pytest.fixture
+def anonymous(secured: ClusterHandle) -> KazooClient:
+    """The handle's own client has no credentials."""
+    return secured.zk
+
+
+def test_a_cluster_with_zookeeper_auth_works(secured: ClusterHandle) -> None:
     create_topic_and_round_trip(secured.local.bootstrap, "secured-again", partitions=1)
     assert all(s.ready() for s in secured.local.services.values())
 
 
 def test_anyone_reads_brokers_and_topics_but_cannot_change_them(
-    secured: SecureCluster, anonymous: KazooClient
+    secured: ClusterHandle, anonymous: KazooClient
 ) -> None:
     assert sorted(anonymous.get_children(znodes.BROKER_IDS)) == ["1", "2"]
     data, _ = anonymous.get(znodes.TopicZNode.path(TOPIC))
@@ -73,8 +73,8 @@ def test_anyone_reads_brokers_and_topics_but_cannot_change_them(
         anonymous.create(znodes.DELETE_TOPICS + "/" + TOPIC)
 
 
-def test_every_znode_the_services_made_has_the_secure_acl(secured: SecureCluster) -> None:
-    owner = parse_zk_auth(ZK_AUTH, "test").identity
+def test_every_znode_the_services_made_has_the_secure_acl(owner: KazooClient) -> None:
+    identity = parse_zk_auth(ZK_AUTH, "test").identity
     for path in (
         znodes.BrokerInfo.path(1),
         znodes.TopicZNode.path(TOPIC),
@@ -82,40 +82,42 @@ def test_every_znode_the_services_made_has_the_secure_acl(secured: SecureCluster
         znodes.CONTROLLER_EPOCH,
         znodes.CLUSTER_ID,
     ):
-        acls, _ = secured.zk.get_acls(path)
+        acls, _ = owner.get_acls(path)
         assert {(a.id.scheme, a.id.id, a.perms) for a in acls} == {
-            ("digest", owner, Permissions.ALL),
+            ("digest", identity, Permissions.ALL),
             ("world", "anyone", Permissions.READ),
         }, path
 
 
-def test_credentials_are_not_world_readable(secured: SecureCluster, anonymous: KazooClient) -> None:
+def test_credentials_are_not_world_readable(
+    secured: ClusterHandle, owner: KazooClient, anonymous: KazooClient
+) -> None:
     path = znodes.EntityConfigZNode.path(znodes.entity_config_path("alice", None))
     payload = znodes.EntityConfigZNode({"SCRAM-SHA-256": "salt=x,stored_key=y"}).encode()
-    secured.zk.create(path, payload, makepath=True)
+    owner.create(path, payload, makepath=True)
     with pytest.raises(NoAuthError):
         anonymous.get(path)
     with pytest.raises(NoAuthError):
         anonymous.get_children(znodes.CONFIG_USERS)
-    wrong = authenticated(secured.zookeeper.connect_string, "digest:pafka:wrong")
+    wrong = authenticated(secured.zk_connect, "digest:pafka:wrong")
     try:
         with pytest.raises(NoAuthError):
             wrong.get(path)
     finally:
         wrong.stop()
         wrong.close()
-    assert secured.zk.get(path)[0] == payload
+    assert owner.get(path)[0] == payload
 
 
 def _start_broker(
-    secured: SecureCluster, tmp_path: Path, env: dict[str, str]
+    secured: ClusterHandle, tmp_path: Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pafka.cli.main", "broker"],
         env={
             **os.environ,
             "PAFKA_BROKER_ID": "7",
-            "PAFKA_BROKER_ZOOKEEPER": secured.zookeeper.connect_string,
+            "PAFKA_BROKER_ZOOKEEPER": secured.zk_connect,
             "PAFKA_BROKER_HOST": "127.0.0.1",
             "PAFKA_BROKER_ADVERTISED_HOST": "127.0.0.1",
             "PAFKA_BROKER_PORT": str(free_port()),
@@ -129,54 +131,49 @@ def _start_broker(
     )
 
 
-def test_wrong_credentials_stop_a_service_at_start(secured: SecureCluster, tmp_path: Path) -> None:
+def test_wrong_credentials_stop_a_service_at_start(secured: ClusterHandle, tmp_path: Path) -> None:
     done = _start_broker(secured, tmp_path, {"PAFKA_BROKER_ZK_AUTH": "digest:pafka:wrong"})
     assert done.returncode == 1
     assert "ZooKeeper refuses writes to /brokers/ids by digest user 'pafka'" in done.stderr
     assert "the-right-password" not in done.stderr + done.stdout
 
 
-def test_no_credentials_stop_a_service_at_start(secured: SecureCluster, tmp_path: Path) -> None:
+def test_no_credentials_stop_a_service_at_start(secured: ClusterHandle, tmp_path: Path) -> None:
     done = _start_broker(secured, tmp_path, {})
     assert done.returncode == 1
     assert "no identity (ZooKeeper authentication not configured)" in done.stderr
 
 
-def test_existing_znodes_are_secured_by_the_migration(secured: SecureCluster) -> None:
+def test_existing_znodes_are_secured_by_the_migration(
+    secured: ClusterHandle, anonymous: KazooClient, tmp_path: Path
+) -> None:
     """Nodes created before ACLs were turned on keep theirs until `pafka zookeeper secure`."""
-    chroot = secured.zookeeper.connect_string + "/migrated"
-    plain = KazooClient(hosts=secured.zookeeper.connect_string)
-    plain.start(timeout=15)
+    anonymous.create("/migrated/brokers/topics/old", b"{}", makepath=True)
+    anonymous.create("/migrated/config/users/bob", b"{}", makepath=True)
+    anonymous.create("/migrated/consumers/g/ids", b"", makepath=True)
+    chroot = secured.zk_connect + "/migrated"
+    secret = tmp_path / "zk-auth"
+    secret.write_text(ZK_AUTH)
+    done = _cli(chroot, {"PAFKA_CLI_ZK_AUTH_FILE": str(secret)}, "zookeeper", "secure")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "set secure ACLs on 9 znodes"
+    after = KazooClient(hosts=chroot)
+    after.start(timeout=15)
     try:
-        plain.create("/migrated/brokers/topics/old", b"{}", makepath=True)
-        plain.create("/migrated/config/users/bob", b"{}", makepath=True)
-        plain.create("/migrated/consumers/g/ids", b"", makepath=True)
-    finally:
-        plain.stop()
-        plain.close()
-    owner = authenticated(chroot)
-    try:
-        set_tree_acls(owner, secure=True)
-    finally:
-        owner.stop()
-        owner.close()
-    anonymous = KazooClient(hosts=chroot)
-    anonymous.start(timeout=15)
-    try:
-        anonymous.get("/brokers/topics/old")
+        after.get("/brokers/topics/old")
         with pytest.raises(NoAuthError):
-            anonymous.set("/brokers/topics/old", b"{}")
+            after.set("/brokers/topics/old", b"{}")
         with pytest.raises(NoAuthError):
-            anonymous.get("/config/users/bob")
-        anonymous.create("/consumers/other", b"")  # the old consumers' root stays open
+            after.get("/config/users/bob")
+        after.create("/consumers/other", b"")  # the old consumers' root stays open
+        with pytest.raises(NoAuthError):
+            after.create("/consumers/g/other", b"")
     finally:
-        anonymous.stop()
-        anonymous.close()
+        after.stop()
+        after.close()
 
 
-def _cli(
-    secured: SecureCluster, env: dict[str, str], *args: str
-) -> subprocess.CompletedProcess[str]:
+def _cli(connect: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -184,7 +181,7 @@ def _cli(
             "pafka.cli.main",
             *args,
             "--zookeeper",
-            secured.zookeeper.connect_string,
+            connect,
         ],
         env={**os.environ, **env},
         capture_output=True,
@@ -194,16 +191,18 @@ def _cli(
 
 
 def test_the_command_line_writes_with_credentials_and_reads_without(
-    secured: SecureCluster, tmp_path: Path
+    secured: ClusterHandle, owner: KazooClient, tmp_path: Path
 ) -> None:
-    refused = _cli(secured, {}, "topics", "create", "cli-made")
+    refused = _cli(secured.zk_connect, {}, "topics", "create", "cli-made")
     assert refused.returncode == 1
     assert "NoAuth" in refused.stderr and "PAFKA_CLI_ZK_AUTH" in refused.stderr
     secret = tmp_path / "zk-auth"
     secret.write_text(ZK_AUTH)
-    made = _cli(secured, {"PAFKA_CLI_ZK_AUTH_FILE": str(secret)}, "topics", "create", "cli-made")
+    made = _cli(
+        secured.zk_connect, {"PAFKA_CLI_ZK_AUTH_FILE": str(secret)}, "topics", "create", "cli-made"
+    )
     assert made.returncode == 0, made.stderr
-    listed = _cli(secured, {}, "topics", "list")
+    listed = _cli(secured.zk_connect, {}, "topics", "list")
     assert "cli-made" in listed.stdout.split()
-    acls, _ = secured.zk.get_acls(znodes.TopicZNode.path("cli-made"))
+    acls, _ = owner.get_acls(znodes.TopicZNode.path("cli-made"))
     assert len(acls) == 2 and {a.id.scheme for a in acls} == {"digest", "world"}
