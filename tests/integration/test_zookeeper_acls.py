@@ -109,6 +109,24 @@ def test_credentials_are_not_world_readable(
     assert owner.get(path)[0] == payload
 
 
+def test_parents_made_on_the_way_get_their_own_acl(
+    secured: ClusterHandle, owner: KazooClient
+) -> None:
+    """A parent created by makepath gets its own path's ACL, not its child's."""
+    owner.ensure_path("/fresh")
+    fresh = authenticated(secured.zk_connect + "/fresh")
+    try:
+        fresh.create("/config/users/carol", b"{}", makepath=True)
+        fresh.create("/brokers/topics/t/partitions/0/state", b"{}", makepath=True)
+        assert len(fresh.get_acls("/config")[0]) == 2
+        assert len(fresh.get_acls("/config/users")[0]) == 1
+        assert len(fresh.get_acls("/config/users/carol")[0]) == 1
+        assert len(fresh.get_acls("/brokers/topics/t/partitions")[0]) == 2
+    finally:
+        fresh.stop()
+        fresh.close()
+
+
 def _start_broker(
     secured: ClusterHandle, tmp_path: Path, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
