@@ -18,6 +18,7 @@ from pafka.cli import (
     leaders,
     services,
     topics,
+    users,
     zookeeper_acls,
 )
 from pafka.errors import PafkaError
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups.register(sub)
     configs.register(sub)
     leaders.register(sub)
+    users.register(sub)
     bench.register(sub)
     zookeeper_acls.register(sub)
     return parser

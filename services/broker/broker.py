@@ -38,8 +38,10 @@ from pafka.zk.znodes import (
     BrokerInfo,
     ClusterIdZNode,
     ControllerZNode,
+    EntityConfigZNode,
     TopicConfigZNode,
     TopicZNode,
+    entity_config_path,
 )
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
@@ -53,10 +55,12 @@ from services.broker.groups.rebalance import GroupProtocol
 from services.broker.http_api import create_app
 from services.broker.isr import IsrManager
 from services.broker.leader_fencing import reason as fencing_reason
+from services.broker.listeners import OpenListeners, open_listeners
 from services.broker.metadata_cache import MetadataCache
 from services.broker.metrics import BrokerMetrics
 from services.broker.producer_ids import ProducerIdAllocator
 from services.broker.replica_manager import ReplicaManager
+from services.broker.sasl_authenticator import SaslAuthenticator
 from services.broker.server import KafkaServer
 from services.broker.settings import BrokerSettings
 from services.broker.transactions import metrics as transaction_metrics
@@ -101,6 +105,7 @@ class Broker:
                 response_max_bytes=settings.replica_fetch_response_max_bytes,
                 backoff_ms=settings.replica_fetch_backoff_ms,
                 network=settings.network,
+                security=settings.listeners.inter_broker,
             )
         )
         self.isr = IsrManager(
@@ -130,6 +135,7 @@ class Broker:
                     zk=self.zk,
                     client_id=f"broker-{settings.broker_id}-txn-markers",
                     network=settings.network,
+                    security=settings.listeners.inter_broker,
                 ),
                 self._group_coordinator_id,
                 self._topic_exists,
@@ -142,6 +148,14 @@ class Broker:
             on_evict=self.metrics.fetch_session_evictions.inc,
         )
         self.metrics.bind_fetch_sessions(self.fetch_sessions)
+        listeners = settings.listeners
+        self.sasl = SaslAuthenticator(
+            listeners.sasl_mechanisms,
+            reauth_ms=listeners.reauth_ms,
+            lookup=self._user_credentials,
+            on_outcome=self.metrics.count_authentication,
+        )
+        self.listeners: OpenListeners | None = None
         self.dispatcher = Dispatcher(self)
         self.kafka = KafkaServer(
             self.dispatcher.handle_frame,
@@ -150,6 +164,7 @@ class Broker:
             on_connection_count=self.metrics.connections.set,
             on_protocol_error=self.metrics.protocol_errors.inc,
             network=settings.network,
+            authentication_timeout_ms=listeners.authentication_timeout_ms,
         )
         self._topic_configs: dict[str, TopicConfig] = {}
         self.dynamic = DynamicBrokerConfig(settings.broker_id, self._dynamic_config_changed)
@@ -166,6 +181,12 @@ class Broker:
         self.metrics.cleaner.bind(
             self.cleaner, lambda: self.logs.logs, settings.data_dir, self._cleaner_died
         )
+
+    async def _user_credentials(self, user: str) -> dict[str, str] | None:
+        """A SASL user's entity config (its SCRAM credentials), read at each login."""
+        entity = entity_config_path(user, None)
+        got = await self.zk.get(EntityConfigZNode.path(entity))
+        return None if got is None else EntityConfigZNode.decode(entity, got[0]).config
 
     async def _group_coordinator_id(self, group: str) -> int:
         """Where a transaction's markers for a group's offsets go (FindCoordinator's answer)."""
@@ -191,13 +212,18 @@ class Broker:
         self.cluster_id = ClusterIdZNode.decode(got[0]).id if got else None
         self.dynamic.watch(self.zk)
         await self._start_http()
-        self.port = await self.kafka.start(self.settings.host, self.settings.port)
+        self.listeners = await open_listeners(
+            self.kafka, self.settings.listeners, self.settings.advertised_host
+        )
+        first = self.listeners.advertised[0]
+        self.port = self.listeners.bound[0].port
         info = BrokerInfo(
             id=self.settings.broker_id,
-            host=self.settings.advertised_host,
-            port=self.port,
+            host=first.host,
+            port=first.port,
             control_url=self.settings.control_url,
             rack=self.settings.rack,
+            endpoints=self.listeners.advertised,
         )
         await self.zk.register_ephemeral(BrokerInfo.path(info.id), info.encode())
         self._registered = True
@@ -214,7 +240,9 @@ class Broker:
             )
         )
         self._tasks.append(asyncio.create_task(self._footing_loop()))
-        log.info("broker %d serving Kafka on %s:%d", info.id, self.settings.host, self.port)
+        log.info(
+            "broker %d serving Kafka on %s", info.id, ", ".join(e.url for e in self.listeners.bound)
+        )
 
     async def _start_http(self) -> None:
         app = create_app(self, self.metrics.registry, self.settings.control_secret)
@@ -227,6 +255,8 @@ class Broker:
         await self.followers.close()
         if self._registered:
             await self._controlled_shutdown()
+        if self.listeners is not None:
+            self.listeners.stop()
         await self.kafka.close()
         self.fetch_sessions.close()
         await self.groups.stop()

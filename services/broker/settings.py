@@ -10,10 +10,12 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
+from pafka.security.listeners import plaintext
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
 from pafka.zk.security import ZkSecurity, read_zk_security
 from services.broker.groups.config import GroupConfig
+from services.broker.listener_settings import ListenerSettings
 from services.broker.transactions.config import TransactionConfig
 
 PREFIX = "PAFKA_BROKER_"
@@ -70,10 +72,18 @@ class BrokerSettings:
     # controller link) and its keepalive and idle limit on clients' connections.
     network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
+    # Listeners, TLS and SASL; None: one PLAINTEXT listener at host:port.
+    listener_config: ListenerSettings | None = None
 
     @property
     def control_url(self) -> str:
         return f"http://{self.advertised_host}:{self.http_port}"
+
+    @property
+    def listeners(self) -> ListenerSettings:
+        if self.listener_config is not None:
+            return self.listener_config
+        return ListenerSettings(listeners=(plaintext(self.host, self.port),))
 
     @classmethod
     def from_env(cls, values: Mapping[str, str] | None = None) -> BrokerSettings:
@@ -217,4 +227,7 @@ class BrokerSettings:
             ),
             network=network,
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
+            listener_config=ListenerSettings.from_env(
+                env, host=env.text("HOST", cls.host), port=env.integer("PORT", cls.port)
+            ),
         )

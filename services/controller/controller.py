@@ -93,6 +93,7 @@ class Controller:
             self.zk,
             interval_ms=self.settings.cluster_view_interval_ms,
             request_timeout_ms=self.settings.request_timeout_ms,
+            security=self.settings.kafka_security,
         )
         self.metrics.registry.register(self.cluster_view.collector)
 

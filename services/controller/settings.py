@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from pafka.envconfig import Env
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
+from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity, read_client_security
 from pafka.zk.security import ZkSecurity, read_zk_security
 
 PREFIX = "PAFKA_CONTROLLER_"
@@ -43,6 +44,8 @@ class ControllerSettings:
     # controller.socket.timeout.ms bounds each control request; reconnect backoff between tries.
     network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
+    # How the cluster view's Kafka requests (ListOffsets to leaders) reach brokers.
+    kafka_security: ClientSecurity = PLAINTEXT_CLIENT
 
     @property
     def url(self) -> str:
@@ -53,6 +56,7 @@ class ControllerSettings:
         env = Env.of(PREFIX, values)
         return cls(
             controller_id=env.integer("ID", _default_id()),
+            kafka_security=read_client_security(env),
             zookeeper=env.text("ZOOKEEPER", cls.zookeeper),
             host=env.text("HOST", cls.host),
             advertised_host=env.text("ADVERTISED_HOST", socket.gethostname()),
