@@ -93,7 +93,7 @@ def test_credentials_are_not_world_readable(
     secured: ClusterHandle, owner: KazooClient, anonymous: KazooClient
 ) -> None:
     path = znodes.EntityConfigZNode.path(znodes.entity_config_path("alice", None))
-    payload = znodes.EntityConfigZNode({"SCRAM-SHA-256": "salt=x,stored_key=y"}).encode()
+    payload = znodes.EntityConfigZNode({"producer_byte_rate": "1048576"}).encode()
     owner.create(path, payload, makepath=True)
     with pytest.raises(NoAuthError):
         anonymous.get(path)
@@ -224,3 +224,26 @@ def test_the_command_line_writes_with_credentials_and_reads_without(
     assert "cli-made" in listed.stdout.split()
     acls, _ = owner.get_acls(znodes.TopicZNode.path("cli-made"))
     assert len(acls) == 2 and {a.id.scheme for a in acls} == {"digest", "world"}
+
+
+def test_scram_users_made_by_the_command_line_are_not_world_readable(
+    secured: ClusterHandle, anonymous: KazooClient, tmp_path: Path
+) -> None:
+    secret, password = tmp_path / "zk-auth", tmp_path / "dave.pw"
+    secret.write_text(ZK_AUTH)
+    password.write_text("dave-secret\n")
+    made = _cli(
+        secured.zk_connect,
+        {"PAFKA_CLI_ZK_AUTH_FILE": str(secret)},
+        "users",
+        "create",
+        "dave",
+        "--password-file",
+        str(password),
+    )
+    assert made.returncode == 0, made.stderr
+    path = znodes.EntityConfigZNode.path(znodes.entity_config_path("dave", None))
+    with pytest.raises(NoAuthError):
+        anonymous.get(path)
+    listed = _cli(secured.zk_connect, {"PAFKA_CLI_ZK_AUTH_FILE": str(secret)}, "users", "list")
+    assert "dave" in listed.stdout
