@@ -9,7 +9,18 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import bench, clients, cluster, configs, groups, leaders, services, topics, users
+from pafka.cli import (
+    bench,
+    clients,
+    cluster,
+    configs,
+    groups,
+    leaders,
+    services,
+    topics,
+    users,
+    zookeeper_acls,
+)
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -29,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     leaders.register(sub)
     users.register(sub)
     bench.register(sub)
+    zookeeper_acls.register(sub)
     return parser
 
 

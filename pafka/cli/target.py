@@ -9,14 +9,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
 
 from pafka.cli.cluster import default_data_dir
+from pafka.envconfig import Env
 from pafka.errors import ConfigError, CoordinationError
 from pafka.local.cluster import read_state
+<<<<<<< HEAD
 from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from pafka.security.command_config import read_command_config
+=======
+from pafka.zk.acl_kazoo import kazoo_client
+from pafka.zk.security import ZkSecurity, read_zk_security
+>>>>>>> h/zkacl
 
 ZK_TIMEOUT_S = 10
+# The command line's own settings: ZooKeeper credentials for --zookeeper (ZK_AUTH, ZK_AUTH_FILE,
+# ZK_SET_ACL), as the services take theirs.
+PREFIX = "PAFKA_CLI_"
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,15 +65,24 @@ def resolve(args: argparse.Namespace) -> Target:
     return Target(str(endpoints["bootstrap_servers"]), str(state["zookeeper"]), security)
 
 
+def zk_security() -> ZkSecurity:
+    return read_zk_security(Env.of(PREFIX))
+
+
 @contextmanager
 def zookeeper(connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=connect)
+    client = kazoo_client(connect, zk_security())
     try:
         client.start(timeout=ZK_TIMEOUT_S)
     except Exception as exc:
         raise CoordinationError(f"cannot reach ZooKeeper at {connect}: {exc}") from exc
     try:
         yield client
+    except NoAuthError:
+        raise CoordinationError(
+            f"ZooKeeper refused the change (NoAuth): its znodes are writable only by the "
+            f"cluster's identity; give it in {PREFIX}ZK_AUTH or {PREFIX}ZK_AUTH_FILE"
+        ) from None
     finally:
         client.stop()
         client.close()
