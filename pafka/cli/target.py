@@ -15,13 +15,10 @@ from pafka.cli.cluster import default_data_dir
 from pafka.envconfig import Env
 from pafka.errors import ConfigError, CoordinationError
 from pafka.local.cluster import read_state
-<<<<<<< HEAD
 from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from pafka.security.command_config import read_command_config
-=======
 from pafka.zk.acl_kazoo import kazoo_client
 from pafka.zk.security import ZkSecurity, read_zk_security
->>>>>>> h/zkacl
 
 ZK_TIMEOUT_S = 10
 # The command line's own settings: ZooKeeper credentials for --zookeeper (ZK_AUTH, ZK_AUTH_FILE,

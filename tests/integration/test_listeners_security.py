@@ -32,6 +32,7 @@ from pafka.client.cluster import ClusterClient
 from pafka.client.fetcher import fetch
 from pafka.client.producer import OutgoingRecord
 from pafka.client.producer import Producer as PafkaProducer
+from pafka.local.certs import Pem, ThrowawayCa
 from pafka.local.cluster import LocalCluster
 from pafka.local.zookeeper import ZooKeeperServer, free_port
 from pafka.security.client_security import ClientSecurity
@@ -39,7 +40,6 @@ from pafka.security.listeners import SecurityProtocol
 from pafka.security.scram_credentials import ScramCredential
 from pafka.security.tls import TlsFiles
 from pafka.zk.client import ZkClient
-from pafka.local.certs import Pem, ThrowawayCa
 
 BROKERS = 2
 PASSWORDS = {"broker": "broker-secret", "alice": "alice-secret"}
