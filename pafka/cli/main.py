@@ -20,6 +20,7 @@ from pafka.cli import (
     services,
     topics,
     users,
+    zookeeper_acls,
 )
 from pafka.errors import PafkaError
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     leaders.register(sub)
     users.register(sub)
     bench.register(sub)
+    zookeeper_acls.register(sub)
     return parser
 
 

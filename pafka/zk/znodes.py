@@ -1237,3 +1237,32 @@ class AclChangeZNode:
 def user_entity_path(sanitized_child: str) -> str:
     """The entity path of a child of ``/config/users`` as listed (already sanitized)."""
     return f"{CONFIG_USERS.removeprefix('/config/')}/{sanitized_child}"
+
+
+# ZooKeeper ACLs (Kafka's ZkData.SensitiveRootPaths): subtrees that may hold credentials, never
+# world-readable when ACLs are set; and the ZooKeeper-era consumers' root, left world-writable
+# because their clients create their groups under it.
+DELEGATION_TOKENS = "/delegation_token"
+SENSITIVE_ROOTS = (CONFIG_USERS, CONFIG_BROKERS, DELEGATION_TOKENS)
+OPEN_PATHS = (CONSUMERS,)
+# Every top-level node pafka (and Kafka's tools beside it) may create: what the ZooKeeper
+# security migration walks, leaving anything else in a shared ensemble alone.
+PAFKA_ROOTS = (
+    "/brokers",
+    "/cluster",
+    "/config",
+    ADMIN,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    ISR_CHANGE_NOTIFICATION,
+    CONSUMERS,
+    GATEWAY,
+    LATEST_PRODUCER_ID_BLOCK,
+    TXN_OFFSET_PRODUCERS,
+    TRANSACTIONS,
+    KAFKA_ACL,
+    KAFKA_ACL_CHANGES,
+    KAFKA_ACL_EXTENDED,
+    KAFKA_ACL_EXTENDED_CHANGES,
+    DELEGATION_TOKENS,
+)

@@ -28,6 +28,7 @@ from pafka.cluster.topic_config import (
     parse_topic_config,
 )
 from pafka.control import messages as control
+from pafka.control.secret import bearer_headers
 from pafka.errors import CoordinationError, PafkaError
 from pafka.httpserver import EmbeddedServer, start_http
 from pafka.security.quotas import RateConfig
@@ -89,6 +90,7 @@ class Broker:
             settings.zookeeper,
             session_timeout_ms=settings.zk_session_timeout_ms,
             name=f"broker-{settings.broker_id}",
+            security=settings.zk_security,
         )
         self.cluster_id: str | None = None
         self.auto_topics = TopicAutoCreator(
@@ -260,7 +262,7 @@ class Broker:
         self.quotas.update(self.entity_configs.entities())
 
     async def _start_http(self) -> None:
-        app = create_app(self, self.metrics.registry)
+        app = create_app(self, self.metrics.registry, self.settings.control_secret)
         self._http, task = await start_http(app, self.settings.host, self.settings.http_port)
         self._tasks.append(task)
 
@@ -291,7 +293,10 @@ class Broker:
         producers see a clean leader change instead of a timeout (Kafka's controlled shutdown).
         Bounded: after a few attempts the broker stops anyway."""
         broker_id = self.settings.broker_id
-        async with httpx.AsyncClient(timeout=CONTROLLED_SHUTDOWN_TIMEOUT_S) as client:
+        async with httpx.AsyncClient(
+            timeout=CONTROLLED_SHUTDOWN_TIMEOUT_S,
+            headers=bearer_headers(self.settings.control_secret),
+        ) as client:
             for attempt in range(1, CONTROLLED_SHUTDOWN_ATTEMPTS + 1):
                 try:
                     got = await self.zk.get(ControllerZNode.path())

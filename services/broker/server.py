@@ -110,7 +110,9 @@ class KafkaServer:
         limit_s = self.network.connections_max_idle_ms / 1000
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(min(limit_s / IDLE_CHECKS_PER_LIMIT, 30.0))
+            await asyncio.sleep(
+                min(limit_s / IDLE_CHECKS_PER_LIMIT, 30.0, self.authentication_timeout_s / 2)
+            )
             now = loop.time()
             for connection in list(self._connections):
                 if connection.idle_since(now) > limit_s:

@@ -27,7 +27,11 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any
     ]
     try:
         answer = await call_controller(
-            ctx.broker.zk, "/reassignments", {"partitions": partitions}, request.timeout_ms
+            ctx.broker.zk,
+            "/reassignments",
+            {"partitions": partitions},
+            request.timeout_ms,
+            secret=ctx.broker.settings.control_secret,
         )
     except PafkaError as exc:
         error = wire_error(exc)
@@ -59,7 +63,11 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
         wanted = [[t.name, p] for t in request.topics for p in t.partition_indexes]
     try:
         answer = await call_controller(
-            ctx.broker.zk, "/reassignments/list", {"partitions": wanted}, request.timeout_ms
+            ctx.broker.zk,
+            "/reassignments/list",
+            {"partitions": wanted},
+            request.timeout_ms,
+            secret=ctx.broker.settings.control_secret,
         )
     except PafkaError as exc:
         error = wire_error(exc)
