@@ -98,6 +98,9 @@ class TimedCoroutine:
             self.busy_s += time.perf_counter() - started
             try:
                 sent, thrown = (yield step), None
+            except GeneratorExit:  # this wrapper is being closed: so is the handler
+                steps.close()
+                raise
             except BaseException as exc:  # cancellation reaches the handler where it waits
                 sent, thrown = None, exc
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from pafka.security.quotas import DEFAULT, INACTIVE_SENSOR_EXPIRATION_MS, RateConfig
@@ -110,3 +111,23 @@ def test_timed_coroutine_counts_only_the_steps_it_ran() -> None:
     result, busy_s = asyncio.run(scenario())
     assert result == "done"
     assert busy_s < 0.2
+
+
+def test_timed_coroutine_passes_cancellation_to_the_handler() -> None:
+    cleaned: list[bool] = []
+
+    async def handler() -> None:
+        try:
+            await asyncio.sleep(60)
+        finally:
+            cleaned.append(True)
+
+    async def scenario() -> None:
+        task = asyncio.ensure_future(TimedCoroutine(handler()))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert cleaned == [True]
