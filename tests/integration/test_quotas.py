@@ -70,21 +70,28 @@ def _topic(cluster: ClusterHandle) -> str:
     return name
 
 
+def _client_config(cluster: ClusterHandle, client_id: str, tally: Tally) -> dict[str, Any]:
+    """A librdkafka client known by ``client_id``, its throttle reports going to ``tally``."""
+    return {
+        "bootstrap.servers": cluster.bootstrap,
+        "client.id": client_id,
+        "throttle_cb": tally.throttled,
+    }
+
+
 def _produce(
     cluster: ClusterHandle, topic: str, client_id: str, tally: Tally, until_s: float, pace: float
 ) -> None:
     """Send 4 KiB messages until ``until_s``: flat out (pace 0) or at ``pace`` bytes/s."""
     producer = Producer(
         {
-            "bootstrap.servers": cluster.bootstrap,
-            "client.id": client_id,
+            **_client_config(cluster, client_id, tally),
             "linger.ms": 5,
             # Small requests, so that a throttle follows a small overshoot and the measured
             # window holds many of them.
             "batch.size": 16 * 1024,
             "acks": 1,
             "queue.buffering.max.kbytes": 1024,
-            "throttle_cb": tally.throttled,
         }
     )
     payload = b"x" * MESSAGE
@@ -139,13 +146,11 @@ def _consume(
 ) -> None:
     consumer = Consumer(
         {
-            "bootstrap.servers": cluster.bootstrap,
-            "client.id": client_id,
+            **_client_config(cluster, client_id, tally),
             "group.id": client_id,
             "enable.auto.commit": False,
             # Small fetches, so that arrivals are spread finely over the measured window.
             "max.partition.fetch.bytes": 64 * 1024,
-            "throttle_cb": tally.throttled,
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
