@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from pafka.admin.client_quotas import alter_quotas
 from tests.integration.conftest import TEST_BROKER_ENV, ClusterHandle, own_cluster
@@ -68,6 +70,19 @@ def _topic(cluster: ClusterHandle) -> str:
     name = f"quota-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(name, partitions=1, replication_factor=1)
     return name
+
+
+def _quota_series(cluster: ClusterHandle, broker_id: int, client_id: str) -> dict[str, float]:
+    """A broker's quota series of one client id (no SASL user: the user tag is empty)."""
+    url = cluster.local.broker(broker_id).http_url + "/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    return {
+        s.name: s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.labels == {"user": "", "client_id": client_id}
+    }
 
 
 def _client_config(cluster: ClusterHandle, client_id: str, tally: Tally) -> dict[str, Any]:
@@ -139,6 +154,12 @@ def test_producer_is_held_to_its_byte_rate(quota_cluster: ClusterHandle) -> None
     # The client without a quota keeps its pace and hears of no throttle.
     assert free_tally.rate(WARM_UP_S, until_s) >= (1 - TOLERANCE) * free_pace
     assert not any(free_tally.throttles_ms)
+    # The leader's quota series, tagged as Kafka tags a client-id quota's sensor.
+    leader = quota_cluster.partition_state(topic, 0).leader
+    limited_series = _quota_series(quota_cluster, leader, limited)
+    assert limited_series["kafka_server_produce_byte_rate"] > 0
+    assert limited_series["kafka_server_produce_throttle_time"] > 0
+    assert _quota_series(quota_cluster, leader, free)["kafka_server_produce_throttle_time"] == 0
 
 
 def _consume(
