@@ -450,3 +450,51 @@ def test_pafka_tools_take_a_kafka_command_config(secure: SecureCluster, tmp_path
     config.write_text(config.read_text().replace(PASSWORDS["alice"], "wrong"))
     refused = _pafka("topics", "list", *bootstrap)
     assert refused.returncode != 0
+
+
+@pytest.mark.parametrize(
+    ("listener", "sasl_mechanism", "client_certificate"),
+    [
+        ("SSL", None, False),
+        ("SSL", None, True),
+        ("SASL_SSL", "scram-sha-512", False),
+        ("SASL_SSL", "plain", False),
+        ("SASL_PLAINTEXT", "scram-sha-256", False),
+    ],
+)
+def test_kafkajs_over_each_listener(
+    secure: SecureCluster, listener: str, sasl_mechanism: str | None, client_certificate: bool
+) -> None:
+    from tests.compat.drivers import node_driver
+
+    topic = _topic(secure, listener)
+    security: dict[str, Any] = {}
+    if listener != "SASL_PLAINTEXT":
+        security["ssl"] = {"ca": str(secure.ca.ca.cert)}
+        if client_certificate:
+            security["ssl"].update(cert=str(secure.alice.cert), key=str(secure.alice.key))
+    if sasl_mechanism:
+        security["sasl"] = {
+            "mechanism": sasl_mechanism,
+            "username": "alice",
+            "password": PASSWORDS["alice"],
+        }
+    driver = node_driver()
+    records = [{"partition": 0, "key": f"k{i}", "value": f"kafkajs-{i}"} for i in range(10)]
+    common = {"bootstrap": secure.bootstrap(listener), "security": security}
+    driver.run("produce", topic=topic, codec="none", records=records, **common)
+    got = driver.run("consume", topic=topic, partition=0, offset=0, count=10, **common)
+    assert [r["value"] for r in got["records"]] == [r["value"] for r in records]
+
+
+def test_kafkajs_with_a_wrong_password_is_refused(secure: SecureCluster) -> None:
+    from tests.compat.drivers import DriverError, node_driver
+
+    security = {
+        "ssl": {"ca": str(secure.ca.ca.cert)},
+        "sasl": {"mechanism": "scram-sha-512", "username": "alice", "password": "wrong"},
+    }
+    with pytest.raises(DriverError, match="SASL SCRAM SHA512 authentication failed"):
+        node_driver().run(
+            "metadata", bootstrap=secure.bootstrap("SASL_SSL"), security=security, timeout_s=120
+        )
