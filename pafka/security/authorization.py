@@ -47,6 +47,11 @@ class AuthorizerConfig:
     allow_everyone_if_no_acl_found: bool = False
 
 
+def parse_super_users(text: str) -> frozenset[KafkaPrincipal]:
+    """Kafka's ``super.users``: principals separated by ``;`` (``User:admin;User:broker``)."""
+    return frozenset(KafkaPrincipal.parse(p.strip()) for p in text.split(";") if p.strip())
+
+
 @dataclass(frozen=True)
 class AclSnapshot:
     """Every stored ACL by resource pattern; immutable, replaced whole on each change."""

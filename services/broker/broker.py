@@ -40,6 +40,7 @@ from pafka.zk.znodes import (
     TopicConfigZNode,
     TopicZNode,
 )
+from services.broker.authorizer import Authorizer
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
@@ -140,6 +141,7 @@ class Broker:
             on_evict=self.metrics.fetch_session_evictions.inc,
         )
         self.metrics.bind_fetch_sessions(self.fetch_sessions)
+        self.authorizer = Authorizer(self.zk, settings.authorizer == "acl", settings.acl)
         self.dispatcher = Dispatcher(self)
         self.kafka = KafkaServer(
             self.dispatcher.handle_frame,
@@ -188,6 +190,7 @@ class Broker:
         got = await self.zk.get(ClusterIdZNode.path())
         self.cluster_id = ClusterIdZNode.decode(got[0]).id if got else None
         self.dynamic.watch(self.zk)
+        await self.authorizer.start()  # before serving: no request is checked against no ACLs
         await self._start_http()
         self.port = await self.kafka.start(self.settings.host, self.settings.port)
         info = BrokerInfo(
