@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import bench, clients, cluster, configs, groups, leaders, services, topics
+from pafka.cli import acls, bench, clients, cluster, configs, groups, leaders, services, topics
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     clients.register(sub)
     groups.register(sub)
     configs.register(sub)
+    acls.register(sub)
     leaders.register(sub)
     bench.register(sub)
     return parser

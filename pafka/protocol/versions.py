@@ -98,6 +98,9 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
     ApiKey.END_TXN: (0, 3),
+    ApiKey.DESCRIBE_ACLS: (0, 2),
+    ApiKey.CREATE_ACLS: (0, 2),
+    ApiKey.DELETE_ACLS: (0, 2),
 }
 
 

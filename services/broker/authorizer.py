@@ -114,6 +114,12 @@ class Authorizer:
             self.snapshot, self.config, principal, host, operation, resource_type, name
         )
 
+    async def catch_up(self) -> None:
+        """Process every notification written so far: after this broker's own ACL write, so
+        its next answer already reflects the change, as Kafka's cache does."""
+        for root in CHANGE_ROOTS:
+            await self._on_changes(root, await self.zk.get_children(root))
+
     async def _on_changes(self, root: str, children: list[str]) -> None:
         # One pass at a time: two passes could otherwise apply one resource's reads out of order.
         async with self._lock:

@@ -6,6 +6,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pafka.protocol.messages import ApiKey
+from services.broker.handlers.acls import (
+    handle_create_acls,
+    handle_delete_acls,
+    handle_describe_acls,
+)
 from services.broker.handlers.admin import (
     handle_create_partitions,
     handle_create_topics,
@@ -90,4 +95,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
     ApiKey.END_TXN: handle_end_txn,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
+    ApiKey.DESCRIBE_ACLS: handle_describe_acls,
+    ApiKey.CREATE_ACLS: handle_create_acls,
+    ApiKey.DELETE_ACLS: handle_delete_acls,
 }
