@@ -9,6 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pafka.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    KafkaApiError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+)
+from pafka.protocol.wire import Buffer
+from pafka.records.batch import HEADER_SIZE, MAGIC_OFFSET, NO_PRODUCER_ID, read_header
 from pafka.security.acls import CLUSTER_NAME, Operation, ResourceType
 from services.broker.handlers.context import RequestContext
 
@@ -42,3 +51,53 @@ def allowed_topics(ctx: RequestContext, operation: Operation, names: Iterable[st
     if not ctx.broker.authorizer.enabled:
         return set(names)
     return {name for name in set(names) if topic_allowed(ctx, operation, name)}
+
+
+def require_topic(ctx: RequestContext, operation: Operation, topic: str) -> None:
+    if not topic_allowed(ctx, operation, topic):
+        raise TopicAuthorizationFailedError(f"not authorized to {operation.name} topic {topic}")
+
+
+def require_cluster(ctx: RequestContext, operation: Operation) -> None:
+    if not cluster_allowed(ctx, operation):
+        raise ClusterAuthorizationFailedError(f"not authorized to {operation.name} the cluster")
+
+
+def produce_refusal(
+    ctx: RequestContext, transactional_id: str | None, records: Iterable[Buffer]
+) -> KafkaApiError | None:
+    """Kafka 2.8's checks of a whole Produce: transactional records need WRITE on their
+    transactional id, idempotent ones IDEMPOTENT_WRITE on the cluster."""
+    if not ctx.broker.authorizer.enabled:
+        return None
+    if transactional_id is not None:
+        if not transactional_id_allowed(ctx, Operation.WRITE, transactional_id):
+            return TransactionalIdAuthorizationFailedError(
+                f"not authorized to WRITE transactional id {transactional_id}"
+            )
+        return None
+    if any(_idempotent(r) for r in records) and not cluster_allowed(
+        ctx, Operation.IDEMPOTENT_WRITE
+    ):
+        return ClusterAuthorizationFailedError("not authorized to IDEMPOTENT_WRITE the cluster")
+    return None
+
+
+def _idempotent(records: Buffer) -> bool:
+    """Whether a partition's records come from an idempotent producer (its first v2 batch
+    carries a producer id); legacy formats never do."""
+    if len(records) < HEADER_SIZE or records[MAGIC_OFFSET] != 2:
+        return False
+    return read_header(records).producer_id != NO_PRODUCER_ID
+
+
+def require_group(ctx: RequestContext, operation: Operation, group: str) -> None:
+    if not group_allowed(ctx, operation, group):
+        raise GroupAuthorizationFailedError(f"not authorized to {operation.name} group {group}")
+
+
+def require_transactional_id(ctx: RequestContext, operation: Operation, txn_id: str) -> None:
+    if not transactional_id_allowed(ctx, operation, txn_id):
+        raise TransactionalIdAuthorizationFailedError(
+            f"not authorized to {operation.name} transactional id {txn_id}"
+        )

@@ -10,10 +10,18 @@ from pafka.errors import (
     InvalidTopicError,
     LeaderNotAvailableError,
     PafkaError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import (
+    allowed_topics,
+    cluster_allowed,
+    require_topic,
+    topic_allowed,
+)
 from services.broker.handlers.context import RequestContext
 
 NULL_UUID = uuid.UUID(int=0)
@@ -29,7 +37,9 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     ]
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):
-        names: list[str | None] = list(sorted(cache.topics))
+        # All topics: those the caller may not DESCRIBE are left out, not refused (as Kafka).
+        visible = allowed_topics(ctx, Operation.DESCRIBE, cache.topics)
+        names: list[str | None] = list(sorted(visible))
         ids: list[uuid.UUID | None] = [None] * len(names)
     else:
         names = [getattr(t, "name", None) for t in requested]
@@ -48,16 +58,18 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
                 continue
         assert name is not None
         try:
+            if requested is not None:
+                require_topic(ctx, Operation.DESCRIBE, name)
             validate_topic_name(name)
-        except InvalidTopicError as exc:
+        except (InvalidTopicError, TopicAuthorizationFailedError) as exc:
             topics.append(_topic_error(ctx, cls, name, None, exc))
             continue
         if name not in cache.topics:
-            error = (
-                await broker.auto_topics.create(name)
-                if allow_create
-                else UnknownTopicOrPartitionError()
-            )
+            error: PafkaError = UnknownTopicOrPartitionError()
+            if allow_create and not _may_create(ctx, name):
+                error = TopicAuthorizationFailedError(f"not authorized to create topic {name}")
+            elif allow_create:
+                error = await broker.auto_topics.create(name)
             topics.append(_topic_error(ctx, cls, name, None, error))
             continue
         topics.append(_topic(cls, ctx, name))
@@ -72,6 +84,11 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         controller_id=broker.settings.broker_id,
         topics=topics,
     )
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic (Kafka 2.8)."""
+    return cluster_allowed(ctx, Operation.CREATE) or topic_allowed(ctx, Operation.CREATE, name)
 
 
 def _topic_error(
