@@ -1,9 +1,9 @@
 """DescribeCluster: the live brokers, the controller clients should address, the cluster id.
 
 The controller id is this broker's own, as in Metadata: clients send controller-bound admin
-requests to it and any broker serves them. pafka has no authorizer, so a client asking for the
-cluster's authorized operations is granted every operation Kafka defines on the cluster
-resource, as Kafka answers without an authorizer.
+requests to it and any broker serves them. A client asking for the cluster's
+authorized operations is told those of Kafka's cluster operations the authorizer grants it
+(all of them without an authorizer, as Kafka answers).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import cluster_allowed
 from services.broker.handlers.context import RequestContext
 
 # AclOperation codes valid on the cluster resource: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
@@ -25,7 +27,9 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
         cls.DescribeClusterBroker(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)
         for b in sorted(broker.metadata.brokers.values(), key=lambda b: b.id)
     ]
-    operations = set(CLUSTER_OPERATIONS) if request.include_cluster_authorized_operations else None
+    operations = None
+    if request.include_cluster_authorized_operations:
+        operations = {op for op in CLUSTER_OPERATIONS if cluster_allowed(ctx, Operation(op))}
     return cls(
         throttle_time_ms=0,
         error_code=0,
