@@ -61,9 +61,16 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def acls_cli(cluster: ClusterHandle, *args: str) -> subprocess.CompletedProcess[str]:
+def acls_cli(
+    cluster: ClusterHandle, *args: str, over_bootstrap: bool = False
+) -> subprocess.CompletedProcess[str]:
+    target = (
+        ["--bootstrap-server", cluster.bootstrap]
+        if over_bootstrap
+        else ["--zookeeper", cluster.zk_connect]
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "pafka.cli.main", "acls", *args, "--zookeeper", cluster.zk_connect],
+        [sys.executable, "-m", "pafka.cli.main", "acls", *args, *target],
         env=dict(os.environ),
         capture_output=True,
         text=True,
@@ -118,6 +125,23 @@ def test_cli_acl_reaches_every_broker_and_its_removal_too(secured: ClusterHandle
     assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in listed.stdout
     acls_cli(secured, "remove", "--force", "--topic", topic)
     eventually(lambda: on_every_broker(secured, topic, set()), "removed on every broker")
+    assert secured.zk.exists(f"/kafka-acl/Topic/{topic}") is None
+
+
+def test_cli_over_the_acl_apis(secured: ClusterHandle) -> None:
+    topic = _name("api")
+    principal = ("--deny-principal", "User:eve", "--deny-host", "10.1.2.3")
+    acls_cli(
+        secured, "add", *principal, "--operation", "Write", "--topic", topic, over_bootstrap=True
+    )
+    listed = acls_cli(secured, "list", "--principal", "User:eve", over_bootstrap=True)
+    assert f"name={topic}, patternType=LITERAL" in listed.stdout
+    assert (
+        "(principal=User:eve, host=10.1.2.3, operation=WRITE, permissionType=DENY)" in listed.stdout
+    )
+    assert secured.zk.exists(f"/kafka-acl/Topic/{topic}") is not None
+    removed = acls_cli(secured, "remove", "--force", "--topic", topic, over_bootstrap=True)
+    assert "Removed 1 ACLs" in removed.stdout
     assert secured.zk.exists(f"/kafka-acl/Topic/{topic}") is None
 
 
