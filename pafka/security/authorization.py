@@ -134,3 +134,48 @@ def authorize(
         return False
     allowing = _IMPLIED_BY.get(operation, asked)
     return any(_entry_matches(e, principal, host, allowing, PermissionType.ALLOW) for e in entries)
+
+
+def authorize_by_resource_type(
+    snapshot: AclSnapshot,
+    config: AuthorizerConfig,
+    principal: KafkaPrincipal,
+    host: str,
+    operation: Operation,
+    resource_type: ResourceType,
+) -> bool:
+    """Kafka 2.8's ``authorizeByResourceType`` (KIP-679): whether the principal may perform
+    ``operation`` on at least one resource of the type, such as WRITE on some topic for an
+    idempotent producer's InitProducerId. An ALLOW counts unless a DENY dominates it: a literal
+    DENY of the same name, a prefix DENY its name starts with, or a DENY of ``*``."""
+    # A made-up name stands for "some resource": super users and, with no ACL of the type at
+    # all, allow-everyone pass here.
+    if authorize(snapshot, config, principal, host, operation, resource_type, "hardcode"):
+        return True
+    asked = frozenset({operation})
+    allows: list[ResourcePattern] = []
+    deny_literals: set[str] = set()
+    deny_prefixes: set[str] = set()
+    for pattern, entries in snapshot.acls.items():
+        if pattern.resource_type is not resource_type:
+            continue
+        for entry in entries:
+            if _entry_matches(entry, principal, host, asked, PermissionType.DENY):
+                if pattern.pattern_type is PatternType.PREFIXED:
+                    deny_prefixes.add(pattern.name)
+                elif pattern.name == WILDCARD_RESOURCE:
+                    return False
+                else:
+                    deny_literals.add(pattern.name)
+            elif _entry_matches(entry, principal, host, asked, PermissionType.ALLOW):
+                allows.append(pattern)
+    for pattern in allows:
+        if pattern.pattern_type is PatternType.LITERAL and pattern.name == WILDCARD_RESOURCE:
+            return True
+    for pattern in allows:
+        if pattern.pattern_type is PatternType.LITERAL and pattern.name in deny_literals:
+            continue
+        name = pattern.name
+        if not any(name[:end] in deny_prefixes for end in range(1, len(name) + 1)):
+            return True
+    return False

@@ -33,7 +33,12 @@ from pafka.security.acls import (
     ResourcePattern,
     ResourceType,
 )
-from pafka.security.authorization import AclSnapshot, AuthorizerConfig, authorize
+from pafka.security.authorization import (
+    AclSnapshot,
+    AuthorizerConfig,
+    authorize,
+    authorize_by_resource_type,
+)
 from pafka.security.principal import KafkaPrincipal
 from pafka.zk import znodes
 from pafka.zk.client import ZkClient, get_many
@@ -112,6 +117,20 @@ class Authorizer:
             return True
         return authorize(
             self.snapshot, self.config, principal, host, operation, resource_type, name
+        )
+
+    def allowed_on_some(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: Operation,
+        resource_type: ResourceType,
+    ) -> bool:
+        """Whether ``operation`` is allowed on at least one resource of the type."""
+        if not self.enabled:
+            return True
+        return authorize_by_resource_type(
+            self.snapshot, self.config, principal, host, operation, resource_type
         )
 
     async def catch_up(self) -> None:

@@ -16,7 +16,12 @@ from pafka.security.acls import (
     ResourcePatternFilter,
     ResourceType,
 )
-from pafka.security.authorization import AclSnapshot, AuthorizerConfig, authorize
+from pafka.security.authorization import (
+    AclSnapshot,
+    AuthorizerConfig,
+    authorize,
+    authorize_by_resource_type,
+)
 from pafka.security.principal import ANONYMOUS, KafkaPrincipal
 
 ALICE = KafkaPrincipal.user("alice")
@@ -191,3 +196,48 @@ def test_authorize_agrees_with_the_model(
 @given(st.lists(bindings, max_size=8))
 def test_snapshot_round_trips_its_bindings(acls: list[AclBinding]) -> None:
     assert AclSnapshot.of(acls).bindings() == sorted(set(acls))
+
+
+def _by_type(bindings: list[AclBinding], config: AuthorizerConfig | None = None) -> bool:
+    return authorize_by_resource_type(
+        AclSnapshot.of(bindings), config or AuthorizerConfig(), ALICE, "h1", Operation.WRITE, TOPIC
+    )
+
+
+def test_by_resource_type_needs_one_undominated_allow() -> None:
+    assert not _by_type([])
+    assert _by_type([], AuthorizerConfig(allow_everyone_if_no_acl_found=True))
+    assert _by_type([], AuthorizerConfig(super_users=frozenset({ALICE})))
+    assert _by_type([_binding("t", Operation.WRITE)])
+    assert _by_type([_binding("t", Operation.ALL)])
+    assert not _by_type([_binding("t", Operation.READ)])
+    assert not _by_type([_binding("t", Operation.WRITE, principal=BOB)])
+    deny_t = _binding("t", Operation.WRITE, PermissionType.DENY)
+    assert not _by_type([_binding("t", Operation.WRITE), deny_t])
+    assert _by_type([_binding("u", Operation.WRITE), deny_t])
+    prefix_deny = _binding("a", Operation.WRITE, PermissionType.DENY, pattern=PatternType.PREFIXED)
+    assert not _by_type(
+        [_binding("ab", Operation.WRITE, pattern=PatternType.PREFIXED), prefix_deny]
+    )
+    assert _by_type([_binding("*", Operation.WRITE)])
+    assert not _by_type(
+        [_binding("x", Operation.WRITE), _binding("*", Operation.WRITE, PermissionType.DENY)]
+    )
+
+
+@settings(max_examples=300)
+@given(acls=st.lists(bindings, max_size=8), allow_everyone=st.booleans())
+def test_by_resource_type_allows_when_some_topic_is_allowed(
+    acls: list[AclBinding], allow_everyone: bool
+) -> None:
+    """Whenever some literal topic named in the ACLs is writable, the type check passes."""
+    config = AuthorizerConfig(allow_everyone_if_no_acl_found=allow_everyone)
+    snapshot = AclSnapshot.of(acls)
+    literal_names = {b.pattern.name for b in acls if b.pattern.pattern_type is PatternType.LITERAL}
+    some = any(
+        authorize(snapshot, config, ALICE, "h1", Operation.WRITE, TOPIC, name)
+        for name in literal_names
+        if name != "*"
+    )
+    if some:
+        assert authorize_by_resource_type(snapshot, config, ALICE, "h1", Operation.WRITE, TOPIC)

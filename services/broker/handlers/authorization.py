@@ -16,8 +16,6 @@ from pafka.errors import (
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailedError,
 )
-from pafka.protocol.wire import Buffer
-from pafka.records.batch import HEADER_SIZE, MAGIC_OFFSET, NO_PRODUCER_ID, read_header
 from pafka.security.acls import CLUSTER_NAME, Operation, ResourceType
 from services.broker.handlers.context import RequestContext
 
@@ -63,32 +61,23 @@ def require_cluster(ctx: RequestContext, operation: Operation) -> None:
         raise ClusterAuthorizationFailedError(f"not authorized to {operation.name} the cluster")
 
 
-def produce_refusal(
-    ctx: RequestContext, transactional_id: str | None, records: Iterable[Buffer]
-) -> KafkaApiError | None:
-    """Kafka 2.8's checks of a whole Produce: transactional records need WRITE on their
-    transactional id, idempotent ones IDEMPOTENT_WRITE on the cluster."""
-    if not ctx.broker.authorizer.enabled:
+def produce_refusal(ctx: RequestContext, transactional_id: str | None) -> KafkaApiError | None:
+    """Kafka 2.8's check of a whole Produce: transactional records need WRITE on their
+    transactional id. (Idempotent ones were authorized by InitProducerId, KIP-679.)"""
+    if transactional_id is None or transactional_id_allowed(ctx, Operation.WRITE, transactional_id):
         return None
-    if transactional_id is not None:
-        if not transactional_id_allowed(ctx, Operation.WRITE, transactional_id):
-            return TransactionalIdAuthorizationFailedError(
-                f"not authorized to WRITE transactional id {transactional_id}"
-            )
-        return None
-    if any(_idempotent(r) for r in records) and not cluster_allowed(
-        ctx, Operation.IDEMPOTENT_WRITE
-    ):
-        return ClusterAuthorizationFailedError("not authorized to IDEMPOTENT_WRITE the cluster")
-    return None
+    return TransactionalIdAuthorizationFailedError(
+        f"not authorized to WRITE transactional id {transactional_id}"
+    )
 
 
-def _idempotent(records: Buffer) -> bool:
-    """Whether a partition's records come from an idempotent producer (its first v2 batch
-    carries a producer id); legacy formats never do."""
-    if len(records) < HEADER_SIZE or records[MAGIC_OFFSET] != 2:
-        return False
-    return read_header(records).producer_id != NO_PRODUCER_ID
+def idempotent_producer_allowed(ctx: RequestContext) -> bool:
+    """InitProducerId without a transactional id (Kafka 2.8, KIP-679): IDEMPOTENT_WRITE on the
+    cluster, or WRITE on at least one topic."""
+    authorizer = ctx.broker.authorizer
+    return cluster_allowed(ctx, Operation.IDEMPOTENT_WRITE) or authorizer.allowed_on_some(
+        ctx.principal, ctx.client_host, Operation.WRITE, ResourceType.TOPIC
+    )
 
 
 def require_group(ctx: RequestContext, operation: Operation, group: str) -> None:

@@ -35,11 +35,7 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> Pr
     legacy = ctx.api_version < FIRST_V2_PRODUCE_VERSION
     before_zstd = ctx.api_version < FIRST_ZSTD_PRODUCE_VERSION
     appended: list[tuple[str, Any, Partition | None, AppendResult | PafkaError]] = []
-    refused = produce_refusal(
-        ctx,
-        request.transactional_id,
-        (p.records or b"" for t in request.topic_data for p in t.partition_data),
-    )
+    refused = produce_refusal(ctx, request.transactional_id)
     writable = allowed_topics(ctx, Operation.WRITE, (t.name for t in request.topic_data))
     for topic_data in request.topic_data:
         name = topic_data.name

@@ -10,7 +10,10 @@ from pafka.protocol.messages import ApiKey, response_class
 from pafka.security.acls import Operation
 from pafka.transactions import decisions as decide
 from pafka.transactions.ids import validate_transactional_id
-from services.broker.handlers.authorization import cluster_allowed, require_transactional_id
+from services.broker.handlers.authorization import (
+    idempotent_producer_allowed,
+    require_transactional_id,
+)
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.transactions import txn_error_code
 
@@ -18,7 +21,7 @@ from services.broker.handlers.transactions import txn_error_code
 async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     if request.transactional_id is None:
-        if not cluster_allowed(ctx, Operation.IDEMPOTENT_WRITE):
+        if not idempotent_producer_allowed(ctx):
             code = ctx.error(ClusterAuthorizationFailedError.code)
             return cls(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
         producer_id = await ctx.broker.producer_ids.next_id()
