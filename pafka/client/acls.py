@@ -21,6 +21,7 @@ from pafka.security.acls import (
     ResourcePattern,
     ResourceType,
     parse_principal,
+    wire_fields,
 )
 
 VERSION = 2
@@ -64,15 +65,7 @@ def _filter_fields(acl_filter: AclBindingFilter) -> dict[str, Any]:
 async def create_acls(cluster: ClusterClient, bindings: list[AclBinding]) -> None:
     cls = request_class(ApiKey.CREATE_ACLS)[VERSION]
     creations = [
-        cls.AclCreation(
-            resource_type=int(b.pattern.resource_type),
-            resource_name=b.pattern.name,
-            resource_pattern_type=int(b.pattern.pattern_type),
-            principal=str(b.entry.principal),
-            host=b.entry.host,
-            operation=int(b.entry.operation),
-            permission_type=int(b.entry.permission),
-        )
+        cls.AclCreation(resource_pattern_type=int(b.pattern.pattern_type), **wire_fields(b))
         for b in bindings
     ]
     response = await cluster.call_any(ApiKey.CREATE_ACLS, VERSION, cls(creations=creations))

@@ -191,6 +191,19 @@ ANY_BINDING = AclBindingFilter(
 )
 
 
+def wire_fields(binding: AclBinding) -> dict[str, int | str]:
+    """A binding's fields as the ACL APIs name them, but its pattern type, which each message
+    names its own way."""
+    return {
+        "resource_type": int(binding.pattern.resource_type),
+        "resource_name": binding.pattern.name,
+        "principal": str(binding.entry.principal),
+        "host": binding.entry.host,
+        "operation": int(binding.entry.operation),
+        "permission_type": int(binding.entry.permission),
+    }
+
+
 def parse_principal(text: str) -> KafkaPrincipal:
     """A principal of an ACL request; Kafka answers a malformed one INVALID_REQUEST."""
     try:

@@ -24,9 +24,10 @@ import time
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from pafka.admin.acls import decode_entries, ensure_acl_roots, resource_path, stored_patterns
+from pafka.admin.acls import ensure_acl_roots, list_acls, read_resource, resource_path
 from pafka.errors import CorruptZNodeError, InvalidRequestError, PafkaError
 from pafka.security.acls import (
+    ANY_BINDING,
     AccessControlEntry,
     Operation,
     PatternType,
@@ -41,7 +42,7 @@ from pafka.security.authorization import (
 )
 from pafka.security.principal import KafkaPrincipal
 from pafka.zk import znodes
-from pafka.zk.client import ZkClient, get_many
+from pafka.zk.client import ZkClient
 from pafka.zk.znodes import AclChangeZNode
 
 log = logging.getLogger(__name__)
@@ -57,31 +58,9 @@ def change_sequence(child: str) -> int | None:
     return int(digits) if digits != child and digits.isdigit() else None
 
 
-def _load_all(zk: KazooClient) -> dict[ResourcePattern, frozenset[AccessControlEntry]]:
-    patterns = stored_patterns(zk)
-    paths = [resource_path(p) for p in patterns]
-    loaded: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
-    for pattern, path, got in zip(patterns, paths, get_many(zk, paths), strict=True):
-        if got is None:
-            continue
-        try:
-            entries = decode_entries(path, got[0])
-        except CorruptZNodeError as exc:
-            log.error("ignoring a malformed ACL node: %s", exc)
-            continue
-        if entries:
-            loaded[pattern] = entries
-    return loaded
-
-
 def _read_one(zk: KazooClient, pattern: ResourcePattern) -> frozenset[AccessControlEntry]:
-    path = resource_path(pattern)
     try:
-        data, _ = zk.get(path)
-    except NoNodeError:
-        return frozenset()
-    try:
-        return decode_entries(path, bytes(data))
+        return read_resource(zk, pattern)[0]
     except CorruptZNodeError as exc:
         log.error("ignoring a malformed ACL node: %s", exc)
         return frozenset()
@@ -100,7 +79,8 @@ class Authorizer:
         if not self.enabled:
             return
         await self.zk.run(ensure_acl_roots, self.zk.kazoo)
-        self.snapshot = AclSnapshot(await self.zk.run(_load_all, self.zk.kazoo))
+        # Malformed nodes are logged and left out.
+        self.snapshot = AclSnapshot(await self.zk.run(list_acls, self.zk.kazoo, ANY_BINDING))
         log.info("authorizer loaded the ACLs of %d resources", len(self.snapshot.acls))
         for root in CHANGE_ROOTS:
             self.zk.watch_children(root, functools.partial(self._on_changes, root))

@@ -33,6 +33,7 @@ from pafka.security.acls import (
     ResourcePatternFilter,
     ResourceType,
     parse_principal,
+    wire_fields,
 )
 from services.broker.handlers.authorization import cluster_allowed
 from services.broker.handlers.context import RequestContext
@@ -185,13 +186,8 @@ async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
             matching_cls(
                 error_code=0,
                 error_message=None,
-                resource_type=int(b.pattern.resource_type),
-                resource_name=b.pattern.name,
                 pattern_type=int(b.pattern.pattern_type),
-                principal=str(b.entry.principal),
-                host=b.entry.host,
-                operation=int(b.entry.operation),
-                permission_type=int(b.entry.permission),
+                **wire_fields(b),
             )
             for b in deleted
         ]

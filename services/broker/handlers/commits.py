@@ -144,23 +144,14 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             unstable = await unstable_partitions(ctx.broker.groups, request.group_id, found)
     except PafkaError as exc:
         code = ctx.error(error_code(exc))
-        # Before v2 there is no top-level error: report it on every partition.
+        # Before v2 there is no top-level error: report it on every partition asked for.
+        asked = [*(requested or []), *denied]
         topics = [
             topic_cls(
                 name=t,
-                partitions=[
-                    part_cls(
-                        partition_index=p,
-                        committed_offset=NO_OFFSET,
-                        committed_leader_epoch=NO_EPOCH,
-                        metadata="",
-                        error_code=code,
-                    )
-                    for tt, p in requested or []
-                    if tt == t
-                ],
+                partitions=[_fetch_error(part_cls, p, code) for tt, p in asked if tt == t],
             )
-            for t in sorted({t for t, _ in requested or []})
+            for t in sorted({t for t, _ in asked})
         ]
         return cls(throttle_time_ms=0, topics=topics, error_code=code)
     by_topic: dict[str, list[Any]] = {}
@@ -168,27 +159,12 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         describable = allowed_topics(ctx, Operation.DESCRIBE, (t for t, _ in found))
         found = {tp: node for tp, node in found.items() if tp[0] in describable}
     for topic, partition in denied:
-        by_topic.setdefault(topic, []).append(
-            part_cls(
-                partition_index=partition,
-                committed_offset=NO_OFFSET,
-                committed_leader_epoch=NO_EPOCH,
-                metadata="",
-                error_code=ctx.error(TopicAuthorizationFailedError.code),
-            )
-        )
+        code = ctx.error(TopicAuthorizationFailedError.code)
+        by_topic.setdefault(topic, []).append(_fetch_error(part_cls, partition, code))
     for (topic, partition), node in found.items():
         if (topic, partition) in unstable:
             code = ctx.error(UnstableOffsetCommitError.code)
-            by_topic.setdefault(topic, []).append(
-                part_cls(
-                    partition_index=partition,
-                    committed_offset=NO_OFFSET,
-                    committed_leader_epoch=NO_EPOCH,
-                    metadata="",
-                    error_code=code,
-                )
-            )
+            by_topic.setdefault(topic, []).append(_fetch_error(part_cls, partition, code))
             continue
         by_topic.setdefault(topic, []).append(
             part_cls(
@@ -201,6 +177,17 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         )
     topics = [topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()]
     return cls(throttle_time_ms=0, topics=topics, error_code=0)
+
+
+def _fetch_error(part_cls: Any, partition: int, code: int) -> Any:
+    """An OffsetFetch partition answered with an error instead of its offset."""
+    return part_cls(
+        partition_index=partition,
+        committed_offset=NO_OFFSET,
+        committed_leader_epoch=NO_EPOCH,
+        metadata="",
+        error_code=code,
+    )
 
 
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
