@@ -52,6 +52,11 @@ CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 CHANGE_ROOTS = (znodes.KAFKA_ACL_CHANGES, znodes.KAFKA_ACL_EXTENDED_CHANGES)
 
 
+def expired_notification(now_ms: float, created_ms: int) -> bool:
+    """Whether a notification is old enough to purge (every broker has long processed it)."""
+    return now_ms - created_ms > CHANGE_EXPIRATION_MS
+
+
 def change_sequence(child: str) -> int | None:
     """The sequence number of ``acl_changes_0000000042``; None for a stranger's node."""
     digits = child.removeprefix(znodes.ACL_CHANGE_PREFIX)
@@ -142,7 +147,7 @@ class Authorizer:
             if node is None:
                 continue
             data, stat = node
-            if now_ms - stat.ctime > CHANGE_EXPIRATION_MS:
+            if expired_notification(now_ms, stat.ctime):
                 expired.append(path)
             if seq <= self._last_seen[root]:
                 continue

@@ -6,7 +6,7 @@ import pytest
 
 from pafka.errors import ConfigError
 from pafka.security.principal import KafkaPrincipal
-from services.broker.authorizer import change_sequence
+from services.broker.authorizer import change_sequence, expired_notification
 from services.broker.settings import BrokerSettings
 
 BASE = {"PAFKA_BROKER_ID": "1"}
@@ -43,6 +43,12 @@ def test_acl_authorizer_with_super_users() -> None:
 def test_bad_authorizer_settings_are_refused(env: dict[str, str]) -> None:
     with pytest.raises(ConfigError):
         BrokerSettings.from_env({**BASE, **env})
+
+
+def test_notifications_expire_after_fifteen_minutes_as_in_kafka() -> None:
+    created_ms = 1_000_000
+    assert not expired_notification(created_ms + 15 * 60 * 1000, created_ms)
+    assert expired_notification(created_ms + 15 * 60 * 1000 + 1, created_ms)
 
 
 def test_change_sequence() -> None:
