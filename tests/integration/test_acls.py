@@ -434,3 +434,29 @@ def test_acl_apis_without_an_authorizer_are_security_disabled(unsecured: Cluster
     with pytest.raises(KafkaException) as raised:
         ckadmin.create_acls([binding], request_timeout=15)[binding].result(timeout=15)
     assert raised.value.args[0].code() == KafkaError.SECURITY_DISABLED
+
+
+def test_authorized_operations_follow_the_acls(secured: ClusterHandle) -> None:
+    from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+
+    topic = _name("ops")
+    secured.create_topic(topic, partitions=1, replication_factor=1)
+    _grant(secured, "--operation", "Write", "--topic", topic)
+    request = MetadataRequest[8](
+        topics=[MetadataRequest[8].MetadataRequestTopic(name=topic)],
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=True,
+        include_topic_authorized_operations=True,
+    )
+
+    def topic_operations() -> set[int]:
+        address = secured.broker_address(secured.broker_ids()[0])
+        response: Any = request_once(address, request, MetadataResponse, 8)
+        return set(response.topics[0].authorized_operations)
+
+    # WRITE granted, DESCRIBE implied; the topic's ACLs refuse the rest.
+    eventually(lambda: topic_operations() == {WRITE, DESCRIBE}, "the topic's operations")
+    address = secured.broker_address(secured.broker_ids()[0])
+    response: Any = request_once(address, request, MetadataResponse, 8)
+    # No ACL on the cluster, allow-everyone: every cluster operation.
+    assert set(response.authorized_operations) == {5, 7, 8, 9, 10, 11, 12}

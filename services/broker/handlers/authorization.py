@@ -90,3 +90,39 @@ def require_transactional_id(ctx: RequestContext, operation: Operation, txn_id: 
         raise TransactionalIdAuthorizationFailedError(
             f"not authorized to {operation.name} transactional id {txn_id}"
         )
+
+
+# The operations Kafka defines on each resource type (AclEntry.supportedOperations): what a
+# request asking for a resource's authorized operations is answered from.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[Operation, ...]] = {
+    ResourceType.TOPIC: (
+        Operation.READ,
+        Operation.WRITE,
+        Operation.CREATE,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.ALTER,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (Operation.READ, Operation.DESCRIBE, Operation.DELETE),
+    ResourceType.CLUSTER: (
+        Operation.CREATE,
+        Operation.CLUSTER_ACTION,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+        Operation.IDEMPOTENT_WRITE,
+        Operation.ALTER,
+        Operation.DESCRIBE,
+    ),
+}
+
+
+def authorized_operations(ctx: RequestContext, resource_type: ResourceType, name: str) -> set[int]:
+    """The codes of the operations the caller may perform on a resource (Metadata v8+,
+    DescribeGroups v3+, DescribeCluster); every supported one without an authorizer."""
+    return {
+        int(op)
+        for op in SUPPORTED_OPERATIONS[resource_type]
+        if allowed(ctx, op, resource_type, name)
+    }

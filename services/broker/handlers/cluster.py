@@ -11,13 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from pafka.protocol.messages import response_class
-from pafka.security.acls import Operation
-from services.broker.handlers.authorization import cluster_allowed
+from pafka.security.acls import CLUSTER_NAME, ResourceType
+from services.broker.handlers.authorization import authorized_operations
 from services.broker.handlers.context import RequestContext
-
-# AclOperation codes valid on the cluster resource: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
-CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
 
 
 async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
@@ -29,7 +25,7 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     ]
     operations = None
     if request.include_cluster_authorized_operations:
-        operations = {op for op in CLUSTER_OPERATIONS if cluster_allowed(ctx, Operation(op))}
+        operations = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return cls(
         throttle_time_ms=0,
         error_code=0,

@@ -21,11 +21,12 @@ from pafka.groups import zk_coordinated
 from pafka.groups.state import GroupState
 from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.protocol.messages import response_class
-from pafka.security.acls import Operation
+from pafka.security.acls import Operation, ResourceType
 from pafka.transactions.ids import validate_transactional_id
 from services.broker.groups.admission import JoinRequest
 from services.broker.groups.runtime import GroupRuntime
 from services.broker.handlers.authorization import (
+    authorized_operations,
     cluster_allowed,
     group_allowed,
     require_group,
@@ -264,7 +265,10 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
         if consumers:
             described.append(_described_zk_coordinated(cls, group, consumers))
             continue
-        described.append(_described(cls, group, rt))
+        entry = _described(cls, group, rt)
+        if getattr(request, "include_authorized_operations", False):
+            entry.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, group)
+        described.append(entry)
     return cls(throttle_time_ms=0, groups=described)
 
 

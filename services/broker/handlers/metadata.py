@@ -15,9 +15,10 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from pafka.protocol.messages import response_class
-from pafka.security.acls import Operation
+from pafka.security.acls import CLUSTER_NAME, Operation, ResourceType
 from services.broker.handlers.authorization import (
     allowed_topics,
+    authorized_operations,
     cluster_allowed,
     require_topic,
     topic_allowed,
@@ -48,6 +49,7 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     allow_create = broker.settings.auto_create_topics and (
         ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
     )
+    with_operations = bool(getattr(request, "include_topic_authorized_operations", False))
     topics = []
     for name, topic_id in zip(names, ids, strict=True):
         if name is None and topic_id not in (None, NULL_UUID):
@@ -72,7 +74,10 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
                 error = await broker.auto_topics.create(name)
             topics.append(_topic_error(ctx, cls, name, None, error))
             continue
-        topics.append(_topic(cls, ctx, name))
+        topics.append(_topic(cls, ctx, name, with_operations))
+    cluster_operations = None
+    if getattr(request, "include_cluster_authorized_operations", False):
+        cluster_operations = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return cls(
         throttle_time_ms=0,
         brokers=brokers,
@@ -83,6 +88,7 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         # service's own id is no broker's.
         controller_id=broker.settings.broker_id,
         topics=topics,
+        authorized_operations=cluster_operations,
     )
 
 
@@ -99,7 +105,7 @@ def _topic_error(
     )
 
 
-def _topic(cls: Any, ctx: RequestContext, name: str) -> Any:
+def _topic(cls: Any, ctx: RequestContext, name: str, with_operations: bool) -> Any:
     cache = ctx.broker.metadata
     live = cache.brokers
     partitions = []
@@ -123,4 +129,7 @@ def _topic(cls: Any, ctx: RequestContext, name: str) -> Any:
         topic_id=cache.topic_ids.get(name, NULL_UUID),
         is_internal=False,
         partitions=partitions,
+        authorized_operations=(
+            authorized_operations(ctx, ResourceType.TOPIC, name) if with_operations else None
+        ),
     )
