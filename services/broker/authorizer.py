@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs.
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 CHANGE_ROOTS = (znodes.KAFKA_ACL_CHANGES, znodes.KAFKA_ACL_EXTENDED_CHANGES)
+RETRY_INTERVAL_S = 1.0
 
 
 def expired_notification(now_ms: float, created_ms: int) -> bool:
@@ -122,16 +123,27 @@ class Authorizer:
         """Process every notification written so far: after this broker's own ACL write, so
         its next answer already reflects the change, as Kafka's cache does."""
         for root in CHANGE_ROOTS:
-            await self._on_changes(root, await self.zk.get_children(root))
+            try:
+                children = await self.zk.get_children(root)
+                async with self._lock:
+                    await self._process(root, children)
+            except PafkaError as exc:  # the watch's pass catches up instead
+                log.warning("ACL change notifications under %s not processed: %s", root, exc)
 
     async def _on_changes(self, root: str, children: list[str]) -> None:
-        # One pass at a time: two passes could otherwise apply one resource's reads out of order.
-        async with self._lock:
-            try:
-                await self._process(root, children)
-            except PafkaError as exc:
-                # The next notification (or watch re-fire) reprocesses from the last one done.
-                log.warning("ACL change notifications under %s not processed: %s", root, exc)
+        while True:
+            # One pass at a time: two could apply one resource's reads out of order.
+            async with self._lock:
+                try:
+                    await self._process(root, children)
+                    return
+                except PafkaError as exc:
+                    log.warning("ACL change notifications under %s not processed: %s", root, exc)
+            # ZooKeeper trouble: no watch may fire again for the notifications left, so they
+            # are read again until done (from the last one processed).
+            await asyncio.sleep(RETRY_INTERVAL_S)
+            with contextlib.suppress(PafkaError):
+                children = await self.zk.get_children(root)
 
     async def _process(self, root: str, children: list[str]) -> None:
         numbered = sorted(
