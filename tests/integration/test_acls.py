@@ -460,3 +460,26 @@ def test_authorized_operations_follow_the_acls(secured: ClusterHandle) -> None:
     response: Any = request_once(address, request, MetadataResponse, 8)
     # No ACL on the cluster, allow-everyone: every cluster operation.
     assert set(response.authorized_operations) == {5, 7, 8, 9, 10, 11, 12}
+
+
+def test_transactional_id_needs_write(secured: ClusterHandle) -> None:
+    topic, txn_id = _name("txn"), _name("app")
+    secured.create_topic(topic, partitions=1, replication_factor=1)
+    _grant(secured, "--operation", "Write", "--topic", topic)
+    bob = ("--allow-principal", "User:bob", "--operation", "Write")
+    acls_cli(secured, "add", *bob, "--transactional-id", txn_id)
+
+    def transact() -> None:
+        producer = KafkaProducer(bootstrap_servers=secured.bootstrap, transactional_id=txn_id)
+        try:
+            producer.init_transactions()
+            producer.begin_transaction()
+            producer.send(topic, b"in a transaction")
+            producer.commit_transaction()
+        finally:
+            producer.close(timeout=5)
+
+    refused = kerrors.TransactionalIdAuthorizationFailedError
+    eventually(lambda: _raises(transact, refused), "transactions refused")
+    _grant(secured, "--operation", "Write", "--transactional-id", txn_id)
+    eventually(lambda: not _raises(transact, Exception), "transactions allowed")
