@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from pafka.errors import ConfigError
 
@@ -59,3 +60,19 @@ class Env:
         if raw.lower() not in ("true", "false"):
             raise ConfigError(f"{self.prefix}{name} must be true or false, got {raw!r}")
         return raw.lower() == "true"
+
+    def secret(self, name: str) -> str | None:
+        """``NAME`` itself or, for Kubernetes Secrets mounted as files, the content of the file
+        named by ``NAME_FILE`` (surrounding whitespace dropped); giving both is an error."""
+        inline, file_name = self.raw(name), self.raw(name + "_FILE")
+        if inline is not None and file_name is not None:
+            raise ConfigError(f"give {self.prefix}{name} or {self.prefix}{name}_FILE, not both")
+        if file_name is None:
+            return inline
+        try:
+            value = Path(file_name).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"{self.prefix}{name}_FILE: cannot read {file_name}: {exc}") from None
+        if not value:
+            raise ConfigError(f"{self.prefix}{name}_FILE: {file_name} is empty")
+        return value

@@ -705,6 +705,20 @@ class ThrottlingQuotaExceededError(KafkaApiError):
     http_status = 429
 
 
+class DuplicateResourceError(KafkaApiError):
+    """A request that names the same resource twice (a user's SCRAM credential, KIP-554)."""
+
+    code = 92
+    http_status = 400
+
+
+class UnacceptableCredentialError(KafkaApiError):
+    """A SCRAM credential the broker refuses: an empty user name, too few or many iterations."""
+
+    code = 93
+    http_status = 400
+
+
 def _subclasses(cls: type[PafkaError]) -> list[type[PafkaError]]:
     found: list[type[PafkaError]] = []
     for sub in cls.__subclasses__():

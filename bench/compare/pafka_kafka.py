@@ -14,6 +14,7 @@ options per driver. Consumers join one group per topic and read what has arrived
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -128,11 +129,17 @@ class System:
             self.zookeeper = None
 
 
-def create_topic(bootstrap: str, topic: str, workload: Workload, timeout_s: float = 60.0) -> None:
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    workload: Workload,
+    timeout_s: float = 60.0,
+    client_config: dict[str, Any] | None = None,
+) -> None:
     """Create ``topic`` and wait until every partition has a leader."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client_config or {})})
     rf = workload.replication_factor
     config = {"min.insync.replicas": "2"} if rf >= 3 else {}
     new = NewTopic(topic, num_partitions=workload.partitions, replication_factor=rf, config=config)
@@ -195,6 +202,13 @@ def consumer_config(bootstrap: str, topic: str, worker: int = 0) -> dict[str, An
     }
 
 
+def security_config(endpoint: Endpoint) -> dict[str, Any]:
+    """The client properties of a secured variant (``security.protocol``, ``ssl.*``,
+    ``sasl.*``), carried in the endpoint; none for plaintext."""
+    raw = endpoint.extra.get("kafka_config")
+    return dict(json.loads(raw)) if raw else {}
+
+
 class ClientDriver:
     """confluent-kafka producer and group consumer loops."""
 
@@ -215,7 +229,9 @@ class ClientDriver:
             if err is not None:
                 failures.append(str(err))
 
-        producer = Producer(producer_config(endpoint.address, workload))
+        producer = Producer(
+            {**producer_config(endpoint.address, workload), **security_config(endpoint)}
+        )
         rate_per_s = worker_rate_per_s(workload.rate_per_s, workload.producers)
         partitions = partition_cycle(worker, workload.partitions, run_records(workload))
         chunks = ChunkedProgress(progress)
@@ -260,7 +276,9 @@ class ClientDriver:
         def on_assign(_consumer: Any, partitions: list[Any]) -> None:
             assigned[:] = [p.partition for p in partitions]
 
-        consumer = Consumer(consumer_config(endpoint.address, topic, worker))
+        consumer = Consumer(
+            {**consumer_config(endpoint.address, topic, worker), **security_config(endpoint)}
+        )
         consumer.subscribe([topic], on_assign=on_assign)
         try:
             # Ready once the group gave this member its partitions: the runner starts the

@@ -14,6 +14,8 @@ from bench.compare.driver import ClientDriver, System
 
 MODULES = {
     "pafka-kafka": "bench.compare.pafka_kafka",
+    "pafka-kafka-tls": "bench.compare.pafka_kafka_tls",
+    "pafka-kafka-sasl-ssl": "bench.compare.pafka_kafka_sasl_ssl",
     "pafka-rest": "bench.compare.pafka_rest",
     "redis-streams": "bench.compare.redis_streams",
     "nats-jetstream": "bench.compare.nats_jetstream",

@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from pafka.cli.target import add_target_arguments, bootstrap_servers, resolve
+from pafka.cli.target import add_target_arguments, kafka_python_options, resolve
 from pafka.errors import ConfigError
 
 ACKS = {"0": 0, "1": 1, "all": "all", "-1": "all"}
@@ -49,9 +49,8 @@ def register(sub: Any) -> None:
 def produce_records(args: argparse.Namespace) -> int:
     from kafka import KafkaProducer
 
-    servers = bootstrap_servers(resolve(args))
     producer = KafkaProducer(
-        bootstrap_servers=servers,
+        **kafka_python_options(resolve(args)),
         acks=ACKS[args.acks],
         compression_type=None if args.compression == "none" else args.compression,
         client_id="pafka-console-producer",
@@ -94,9 +93,10 @@ def consume_records(args: argparse.Namespace) -> int:
         return consume_group(args)
     if args.offset is not None and args.partition is None:
         raise ConfigError("--offset needs --partition")
-    servers = bootstrap_servers(resolve(args))
     consumer = KafkaConsumer(
-        bootstrap_servers=servers, enable_auto_commit=False, client_id="pafka-console-consumer"
+        **kafka_python_options(resolve(args)),
+        enable_auto_commit=False,
+        client_id="pafka-console-consumer",
     )
     try:
         partitions = consumer.partitions_for_topic(args.topic)
@@ -141,7 +141,7 @@ def consume_group(args: argparse.Namespace) -> int:
         "sticky": assignors.PafkaStickyAssignor,
     }[args.assignor]
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap_servers(resolve(args)),
+        **kafka_python_options(resolve(args)),
         group_id=args.group,
         enable_auto_commit=False,
         auto_offset_reset="earliest" if args.from_beginning else "latest",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,12 @@ def register(sub: Any) -> None:
     up.add_argument("--gateways", type=int, default=1, help="REST gateways to start")
     up.add_argument("--data-dir", type=Path, default=None)
     up.add_argument("--zookeeper", help="use this ZooKeeper instead of starting one")
+    up.add_argument(
+        "--secure",
+        action="store_true",
+        help="ZooKeeper digest authentication with ACLs, and a control-API secret "
+        "(both generated, kept in DATA_DIR/secrets)",
+    )
     up.set_defaults(handler=cluster_up)
     status = verbs.add_parser("status", help="show the local cluster's processes")
     status.add_argument("--data-dir", type=Path, default=None)
@@ -60,9 +67,14 @@ def cluster_up(args: argparse.Namespace) -> int:
         controllers=args.controllers,
         zookeeper=args.zookeeper,
         gateways=args.gateways,
+        zk_auth=f"digest:pafka:{secrets.token_urlsafe(24)}" if args.secure else None,
+        control_secret=secrets.token_urlsafe(32) if args.secure else None,
     )
     cluster.start(detach=True)
     print(f"pafka cluster is up (state in {data_dir / 'cluster.json'})")
+    if args.secure:
+        zk_auth = data_dir.resolve() / "secrets" / "zk-auth"
+        print(f"ZooKeeper credentials for --zookeeper: export PAFKA_CLI_ZK_AUTH_FILE={zk_auth}")
     print_endpoints(cluster.endpoints())
     return 0
 

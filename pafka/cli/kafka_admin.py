@@ -33,7 +33,9 @@ def run_admin(target: Target, work: Callable[[AdminClient], Awaitable[T]]) -> T:
     addresses = parse_bootstrap(bootstrap_servers(target))
 
     async def run() -> T:
-        cluster = ClusterClient(bootstrap=addresses, client_id="pafka-cli")
+        cluster = ClusterClient(
+            bootstrap=addresses, client_id="pafka-cli", security=target.security
+        )
         try:
             await cluster.start(timeout_s=START_TIMEOUT_S)
             return await work(AdminClient(cluster))

@@ -9,7 +9,19 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from pafka.cli import acls, bench, clients, cluster, configs, groups, leaders, services, topics
+from pafka.cli import (
+    acls,
+    bench,
+    clients,
+    cluster,
+    configs,
+    groups,
+    leaders,
+    services,
+    topics,
+    users,
+    zookeeper_acls,
+)
 from pafka.errors import PafkaError
 
 Command = Callable[[argparse.Namespace], int]
@@ -28,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     configs.register(sub)
     acls.register(sub)
     leaders.register(sub)
+    users.register(sub)
     bench.register(sub)
+    zookeeper_acls.register(sub)
     return parser
 
 

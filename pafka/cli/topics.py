@@ -91,8 +91,8 @@ def _zk_target(args: argparse.Namespace) -> Target:
     """Prefer ZooKeeper for admin unless --bootstrap-server was given explicitly."""
     target = resolve(args)
     if args.bootstrap_server:
-        return Target(args.bootstrap_server, None)
-    return Target(None, target.zookeeper)
+        return Target(args.bootstrap_server, None, target.security)
+    return Target(None, target.zookeeper, target.security)
 
 
 def create_topic(args: argparse.Namespace) -> int:

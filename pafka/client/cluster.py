@@ -27,6 +27,7 @@ from pafka.errors import (
 from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
+from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from pafka.zk.client import ZkClient
 from pafka.zk.znodes import BROKER_IDS, BrokerInfo
 
@@ -58,8 +59,11 @@ class ClusterClient:
         zk: ZkClient | None = None,
         client_id: str = "pafka-client",
         network: NetworkDeadlines = DEFAULT_DEADLINES,
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
         self.client_id = client_id
+        # How connections are secured, and which registered listener they use.
+        self.security = security
         # Connect and call deadlines of every connection to a broker.
         self.network = network
         self.zk = zk
@@ -113,7 +117,9 @@ class ClusterClient:
             got = await self.zk.get(BrokerInfo.path(int(child)))
             if got is not None:
                 info = BrokerInfo.decode(int(child), got[0])
-                found[info.id] = (info.host, info.port)
+                endpoint = self.security.endpoint(info.listeners)
+                if endpoint is not None:
+                    found[info.id] = (endpoint.host, endpoint.port)
         self.brokers = found
 
     # -- connections -------------------------------------------------------------------------
@@ -139,7 +145,9 @@ class ClusterClient:
             return connection
 
     def _new_connection(self, address: tuple[str, int]) -> BrokerConnection:
-        return BrokerConnection(*address, client_id=self.client_id, network=self.network)
+        return BrokerConnection(
+            *address, client_id=self.client_id, network=self.network, security=self.security
+        )
 
     @asynccontextmanager
     async def exclusive(self, broker_id: int) -> AsyncIterator[BrokerConnection]:

@@ -18,21 +18,27 @@ import asyncio
 import collections
 import contextlib
 import logging
+import math
 import struct
+import time
 from typing import Any
 
+from pafka.client.secure_connect import secure_connection
 from pafka.errors import BrokerConnectionError, PafkaError, ProtocolError
 from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
-from pafka.net.sockets import open_connection
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import decode_response, encode_request
 from pafka.protocol.versions import ApiKey
+from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 
 log = logging.getLogger(__name__)
 
 _CORRELATION = struct.Struct(">i")
 READ_CHUNK_BYTES = 256 * 1024
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+# Share of a bounded SASL session after which a connection takes no new request, leaving the
+# requests in flight time to finish before the broker would close it.
+RETIRE_FRACTION = 0.85
 
 
 class BrokerConnection:
@@ -44,8 +50,13 @@ class BrokerConnection:
         client_id: str,
         max_in_flight: int = 64,
         network: NetworkDeadlines = DEFAULT_DEADLINES,
+        security: ClientSecurity = PLAINTEXT_CLIENT,
     ) -> None:
         self.host = host
+        self.security = security
+        # Loop time after which no new request is sent here (the broker's SASL session ends
+        # soon after): the owner opens a fresh connection instead.
+        self._retire_at = math.inf
         self.port = port
         self.client_id = client_id
         self.network = network
@@ -65,16 +76,22 @@ class BrokerConnection:
 
     @property
     def alive(self) -> bool:
-        return self._writer is not None and self._failure is None
+        return (
+            self._writer is not None
+            and self._failure is None
+            and time.monotonic() < self._retire_at
+        )
 
     async def open(self, timeout_s: float | None = None) -> None:
         """Connect within ``timeout_s`` (default ``socket.connection.setup.timeout.ms``)."""
         if timeout_s is None:
             timeout_s = self.network.connection_setup_timeout_ms / 1000
         try:
-            reader, writer = await open_connection(
+            reader, writer, lifetime_ms = await secure_connection(
                 self.host,
                 self.port,
+                self.security,
+                client_id=self.client_id,
                 setup_timeout_s=timeout_s,
                 keepalive=self.network.keepalive,
                 # A call may legitimately wait this long for its answer; unacknowledged bytes
@@ -86,6 +103,8 @@ class BrokerConnection:
                 f"cannot connect to {self.host}:{self.port}: {exc}"
             ) from exc
         self._writer = writer
+        if lifetime_ms > 0:
+            self._retire_at = time.monotonic() + lifetime_ms * RETIRE_FRACTION / 1000
         self._reader_task = asyncio.create_task(self._read(reader))
 
     async def call(

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pafka.errors import InvalidRequestError
+from pafka.security.listeners import Endpoint, SecurityProtocol, address_of
 
 LEADER_AND_ISR = "/control/leader-and-isr"
 UPDATE_METADATA = "/control/update-metadata"
@@ -22,10 +23,20 @@ ENDPOINTS = (LEADER_AND_ISR, UPDATE_METADATA, STOP_REPLICA)
 
 @dataclass(frozen=True)
 class LiveBroker:
+    """A live broker as UpdateMetadata tells it: every advertised listener, so each broker
+    answers a client with the endpoints of the listener the client came through; ``host`` and
+    ``port`` alone (older controllers) stand for one PLAINTEXT listener."""
+
     id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[Endpoint, ...] = ()
+
+    def address(self, listener: str) -> tuple[str, int] | None:
+        if not self.endpoints:
+            return (self.host, self.port) if listener == "PLAINTEXT" else None
+        return address_of(self.endpoints, listener)
 
 
 @dataclass(frozen=True)
@@ -88,7 +99,13 @@ class ControlResponse:
 
 
 def _broker_dict(b: LiveBroker) -> dict[str, Any]:
-    return {"id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
+    return {
+        "id": b.id,
+        "host": b.host,
+        "port": b.port,
+        "rack": b.rack,
+        "endpoints": [[e.listener, e.protocol.value, e.host, e.port] for e in b.endpoints],
+    }
 
 
 def _partition_dict(p: PartitionInfo, topic_ids: dict[uuid.UUID, str]) -> dict[str, Any]:
@@ -145,7 +162,17 @@ def encode(
 
 
 def _broker(d: dict[str, Any]) -> LiveBroker:
-    return LiveBroker(id=int(d["id"]), host=str(d["host"]), port=int(d["port"]), rack=d.get("rack"))
+    endpoints = tuple(
+        Endpoint(str(name), SecurityProtocol(str(protocol)), str(host), int(port))
+        for name, protocol, host, port in d.get("endpoints", ())
+    )
+    return LiveBroker(
+        id=int(d["id"]),
+        host=str(d["host"]),
+        port=int(d["port"]),
+        rack=d.get("rack"),
+        endpoints=endpoints,
+    )
 
 
 def _partition(d: dict[str, Any], topic_ids: dict[str, uuid.UUID]) -> PartitionInfo:

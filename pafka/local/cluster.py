@@ -120,11 +120,16 @@ class LocalCluster:
         gateways: int = 0,
         service_env: dict[str, dict[str, str]] | None = None,
         placement: Callable[[str], Placement] = _local,
+        zk_auth: str | None = None,
+        control_secret: str | None = None,
     ) -> None:
         """``service_env`` adds variables to one service's environment, by name
         (``{"broker-1": {"PAFKA_BROKER_ZOOKEEPER": ...}}``): a proxy in front of ZooKeeper for
         that process alone, say. ``placement`` gives each service (by name) its address and
-        command prefix; by default every service runs here on 127.0.0.1."""
+        command prefix; by default every service runs here on 127.0.0.1. ``zk_auth``
+        (``digest:user:password``) makes every service authenticate to ZooKeeper and create
+        znodes with ACLs; ``control_secret`` guards the control APIs. Both reach the services
+        as files in the data dir (``*_FILE`` settings), so the state file holds no secret."""
         self.data_dir = data_dir.resolve()
         self._placement = placement
         self.zookeeper_connect = zookeeper
@@ -149,6 +154,8 @@ class LocalCluster:
         self.broker_env = broker_env or {}
         self.controller_env = controller_env or {}
         self.service_env = service_env or {}
+        self.zk_auth = zk_auth
+        self.control_secret = control_secret
 
     def _add(self, kind: str, i: int, http_port: int) -> ServiceProcess:
         placement = self._placement(f"{kind}-{i}")
@@ -208,7 +215,29 @@ class LocalCluster:
         self.write_state()
 
     def _environment(self, service: ServiceProcess) -> dict[str, str]:
-        return {**self._kind_environment(service), **self.service_env.get(service.name, {})}
+        return {
+            **self._kind_environment(service),
+            **self._security_environment(service),
+            **self.service_env.get(service.name, {}),
+        }
+
+    def _secret_file(self, name: str, value: str) -> str:
+        path = self.data_dir / "secrets" / name
+        path.parent.mkdir(mode=0o700, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(value)
+        return str(path)
+
+    def _security_environment(self, service: ServiceProcess) -> dict[str, str]:
+        prefix = f"PAFKA_{service.kind.upper()}_"
+        env = {}
+        if self.zk_auth is not None:
+            env[prefix + "ZK_AUTH_FILE"] = self._secret_file("zk-auth", self.zk_auth)
+        if self.control_secret is not None and service.kind != "gateway":
+            env[prefix + "CONTROL_SECRET_FILE"] = self._secret_file(
+                "control-secret", self.control_secret
+            )
+        return env
 
     def _kind_environment(self, service: ServiceProcess) -> dict[str, str]:
         assert self.zookeeper_connect is not None

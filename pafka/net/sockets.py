@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import socket
+import ssl
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -59,8 +60,11 @@ async def open_connection(
     keepalive: KeepAlive | None = None,
     user_timeout_ms: int | None = None,
     limit: int = 2**16,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Connect within ``setup_timeout_s`` or raise :class:`TimeoutError` (an ``OSError``).
+
+    With ``ssl_context`` the TLS handshake is part of each attempt, inside the same deadline.
 
     With ``probe_interval_s``, each attempt lasts at most that long and a new one starts at
     once, so a path that heals is found within one interval rather than at the kernel's next
@@ -83,7 +87,7 @@ async def open_connection(
         attempts += 1
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=limit), attempt_s
+                asyncio.open_connection(host, port, limit=limit, ssl=ssl_context), attempt_s
             )
         except TimeoutError:
             continue

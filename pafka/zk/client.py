@@ -40,6 +40,7 @@ from kazoo.client import KazooClient, KazooState, _prefix_root
 from kazoo.exceptions import (
     BadVersionError,
     KazooException,
+    NoAuthError,
     NodeExistsError,
     NoNodeError,
     UnimplementedError,
@@ -57,7 +58,9 @@ from pafka.errors import (
     ZkNoNodeError,
 )
 from pafka.zk import znodes
+from pafka.zk.acl_kazoo import kazoo_client
 from pafka.zk.multi_read import MultiRead
+from pafka.zk.security import ZkSecurity, describe_acls, may_write
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,12 @@ def map_kazoo_error(exc: BaseException) -> PafkaError:
         return ZkNodeExistsError(str(exc) or "znode exists")
     if isinstance(exc, BadVersionError):
         return ZkBadVersionError(str(exc) or "znode version changed")
+    if isinstance(exc, NoAuthError):
+        return CoordinationError(
+            "ZooKeeper refused the operation (NoAuth): the znode's ACL does not allow this "
+            "client's identity; check the ZooKeeper credentials (PAFKA_<SERVICE>_ZK_AUTH, "
+            "PAFKA_CLI_ZK_AUTH for the command line)"
+        )
     return CoordinationError(f"ZooKeeper error: {type(exc).__name__}: {exc}")
 
 
@@ -99,13 +108,22 @@ def check_transaction(results: list[Any]) -> None:
 
 
 class ZkClient:
-    def __init__(self, connect: str, *, session_timeout_ms: int, name: str) -> None:
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout_ms: int,
+        name: str,
+        security: ZkSecurity | None = None,
+    ) -> None:
         self.connect = connect
         self.name = name
         self.session_timeout_ms = session_timeout_ms
+        self.security = security or ZkSecurity()
         self.retry = KazooRetry(max_tries=5, delay=0.1, backoff=2, max_delay=2)
-        self.kazoo = KazooClient(
-            hosts=connect,
+        self.kazoo: KazooClient = kazoo_client(
+            connect,
+            self.security,
             timeout=session_timeout_ms / 1000,
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1),
         )
@@ -131,6 +149,7 @@ class ZkClient:
             raise CoordinationError(
                 f"{self.name}: cannot reach ZooKeeper at {self.connect} within {timeout_s:.0f}s"
             ) from None
+        await self.run(check_write_access, self.kazoo, self.security, self.name)
         await self.run(ensure_roots, self.kazoo)
 
     async def close(self) -> None:
@@ -407,6 +426,30 @@ def children_or_empty(zk: KazooClient, path: str) -> list[str]:
         return sorted(zk.get_children(path))
     except NoNodeError:
         return []
+
+
+def check_write_access(zk: KazooClient, security: ZkSecurity, name: str) -> None:
+    """Fail at start, naming the node and its ACL, when the cluster's existing persistent roots
+    refuse this identity's writes (wrong or missing ZooKeeper credentials): digest
+    authentication itself never fails, so without this the first refused write would come
+    later and further from its cause. A ZooKeeper super user (``superDigest``) is not
+    recognized here. Blocking."""
+    for path in znodes.PERSISTENT_ROOTS:
+        try:
+            acls, _stat = zk.get_acls(path)
+        except NoNodeError:
+            continue
+        if not may_write(acls, security.auth):
+            who = (
+                f"digest user {security.auth.user!r}"
+                if security.auth
+                else "no identity (ZooKeeper authentication not configured)"
+            )
+            raise CoordinationError(
+                f"{name}: ZooKeeper refuses writes to {path} by {who}; "
+                f"its ACL is [{describe_acls(acls)}]. "
+                "Give the credentials the cluster's znodes were created with (ZK_AUTH)"
+            )
 
 
 def ensure_roots(zk: KazooClient) -> None:

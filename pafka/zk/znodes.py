@@ -15,7 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from pafka.errors import CoordinationError, CorruptZNodeError
+from pafka.errors import ConfigError, CoordinationError, CorruptZNodeError
+from pafka.security.listeners import Endpoint, SecurityProtocol, address_of, parse_registered
 from pafka.transactions.metadata import TxnMetadata
 from pafka.transactions.state import TxnState
 from pafka.zk import payload_fields as fields
@@ -99,7 +100,13 @@ class ClusterIdZNode:
 
 @dataclass(frozen=True)
 class BrokerInfo:
-    """``/brokers/ids/{id}``: an ephemeral registration of one live broker."""
+    """``/brokers/ids/{id}``: an ephemeral registration of one live broker.
+
+    ``endpoints`` are its advertised listeners; a registration made without them has one
+    PLAINTEXT listener at ``host:port``. As in Kafka, the top-level ``host`` and ``port`` of the
+    payload are the PLAINTEXT listener's (null and -1 without one), which ZooKeeper-era clients
+    such as pykafka read; pafka reads ``endpoints``.
+    """
 
     id: int
     host: str
@@ -107,24 +114,32 @@ class BrokerInfo:
     control_url: str
     rack: str | None = None
     timestamp_ms: int = field(default_factory=now_ms)
+    endpoints: tuple[Endpoint, ...] = ()
 
     @staticmethod
     def path(broker_id: int) -> str:
         return f"{BROKER_IDS}/{broker_id}"
 
     @property
-    def endpoint(self) -> str:
-        return f"PLAINTEXT://{self.host}:{self.port}"
+    def listeners(self) -> tuple[Endpoint, ...]:
+        if self.endpoints:
+            return self.endpoints
+        return (Endpoint("PLAINTEXT", SecurityProtocol.PLAINTEXT, self.host, self.port),)
+
+    def address(self, listener: str) -> tuple[str, int] | None:
+        return address_of(self.listeners, listener)
 
     def encode(self) -> bytes:
+        listeners = self.listeners
+        plaintext = address_of(listeners, "PLAINTEXT")
         return _dump(
             {
                 "version": 5,
-                "host": self.host,
-                "port": self.port,
+                "host": plaintext[0] if plaintext else None,
+                "port": plaintext[1] if plaintext else -1,
                 "rack": self.rack,
-                "endpoints": [self.endpoint],
-                "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+                "endpoints": [e.url for e in listeners],
+                "listener_security_protocol_map": {e.listener: e.protocol.value for e in listeners},
                 "jmx_port": -1,
                 "control_url": self.control_url,
                 "timestamp": str(self.timestamp_ms),
@@ -133,14 +148,26 @@ class BrokerInfo:
 
     @classmethod
     def decode(cls, broker_id: int, data: bytes) -> BrokerInfo:
-        p = _load(data, cls.path(broker_id))
+        path = cls.path(broker_id)
+        p = _load(data, path)
+        urls = p.get("endpoints")
+        try:
+            endpoints = (
+                parse_registered(urls, p.get("listener_security_protocol_map")) if urls else ()
+            )
+        except (ConfigError, TypeError, AttributeError) as exc:
+            raise CorruptZNodeError(path, f"bad endpoints: {exc}") from exc
+        host, port = p.get("host"), int(p.get("port", -1) or -1)
+        if endpoints and (host is None or port < 0):
+            host, port = endpoints[0].host, endpoints[0].port
         return cls(
             id=broker_id,
-            host=str(p["host"]),
-            port=int(p["port"]),
+            host=str(host),
+            port=port,
             control_url=str(p.get("control_url", "")),
             rack=p.get("rack"),
             timestamp_ms=int(p.get("timestamp", 0)),
+            endpoints=endpoints,
         )
 
 
@@ -1205,3 +1232,37 @@ class AclChangeZNode:
             resource_type=fields.string(payload, "resourceType", path),
             name=fields.string(payload, "name", path),
         )
+
+
+def user_entity_path(sanitized_child: str) -> str:
+    """The entity path of a child of ``/config/users`` as listed (already sanitized)."""
+    return f"{CONFIG_USERS.removeprefix('/config/')}/{sanitized_child}"
+
+
+# ZooKeeper ACLs (Kafka's ZkData.SensitiveRootPaths): subtrees that may hold credentials, never
+# world-readable when ACLs are set; and the ZooKeeper-era consumers' root, left world-writable
+# because their clients create their groups under it.
+DELEGATION_TOKENS = "/delegation_token"
+SENSITIVE_ROOTS = (CONFIG_USERS, CONFIG_BROKERS, DELEGATION_TOKENS)
+OPEN_PATHS = (CONSUMERS,)
+# Every top-level node pafka (and Kafka's tools beside it) may create: what the ZooKeeper
+# security migration walks, leaving anything else in a shared ensemble alone.
+PAFKA_ROOTS = (
+    "/brokers",
+    "/cluster",
+    "/config",
+    ADMIN,
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    ISR_CHANGE_NOTIFICATION,
+    CONSUMERS,
+    GATEWAY,
+    LATEST_PRODUCER_ID_BLOCK,
+    TXN_OFFSET_PRODUCERS,
+    TRANSACTIONS,
+    KAFKA_ACL,
+    KAFKA_ACL_CHANGES,
+    KAFKA_ACL_EXTENDED,
+    KAFKA_ACL_EXTENDED_CHANGES,
+    DELEGATION_TOKENS,
+)

@@ -28,6 +28,7 @@ from pafka.cluster.topic_config import (
     parse_topic_config,
 )
 from pafka.control import messages as control
+from pafka.control.secret import bearer_headers
 from pafka.errors import CoordinationError, PafkaError
 from pafka.httpserver import EmbeddedServer, start_http
 from pafka.storage.log_cleaner import LogCleaner
@@ -37,8 +38,10 @@ from pafka.zk.znodes import (
     BrokerInfo,
     ClusterIdZNode,
     ControllerZNode,
+    EntityConfigZNode,
     TopicConfigZNode,
     TopicZNode,
+    entity_config_path,
 )
 from services.broker.authorizer import Authorizer
 from services.broker.auto_topics import TopicAutoCreator
@@ -53,10 +56,12 @@ from services.broker.groups.rebalance import GroupProtocol
 from services.broker.http_api import create_app
 from services.broker.isr import IsrManager
 from services.broker.leader_fencing import reason as fencing_reason
+from services.broker.listeners import OpenListeners, open_listeners
 from services.broker.metadata_cache import MetadataCache
 from services.broker.metrics import BrokerMetrics
 from services.broker.producer_ids import ProducerIdAllocator
 from services.broker.replica_manager import ReplicaManager
+from services.broker.sasl_authenticator import SaslAuthenticator
 from services.broker.server import KafkaServer
 from services.broker.settings import BrokerSettings
 from services.broker.transactions import metrics as transaction_metrics
@@ -83,6 +88,7 @@ class Broker:
             settings.zookeeper,
             session_timeout_ms=settings.zk_session_timeout_ms,
             name=f"broker-{settings.broker_id}",
+            security=settings.zk_security,
         )
         self.cluster_id: str | None = None
         self.auto_topics = TopicAutoCreator(
@@ -100,6 +106,7 @@ class Broker:
                 response_max_bytes=settings.replica_fetch_response_max_bytes,
                 backoff_ms=settings.replica_fetch_backoff_ms,
                 network=settings.network,
+                security=settings.listeners.inter_broker,
             )
         )
         self.isr = IsrManager(
@@ -129,6 +136,7 @@ class Broker:
                     zk=self.zk,
                     client_id=f"broker-{settings.broker_id}-txn-markers",
                     network=settings.network,
+                    security=settings.listeners.inter_broker,
                 ),
                 self._group_coordinator_id,
                 self._topic_exists,
@@ -141,6 +149,14 @@ class Broker:
             on_evict=self.metrics.fetch_session_evictions.inc,
         )
         self.metrics.bind_fetch_sessions(self.fetch_sessions)
+        listeners = settings.listeners
+        self.sasl = SaslAuthenticator(
+            listeners.sasl_mechanisms,
+            reauth_ms=listeners.reauth_ms,
+            lookup=self._user_credentials,
+            on_outcome=self.metrics.count_authentication,
+        )
+        self.listeners: OpenListeners | None = None
         self.authorizer = Authorizer(self.zk, settings.authorizer == "acl", settings.acl)
         self.dispatcher = Dispatcher(self)
         self.kafka = KafkaServer(
@@ -150,6 +166,7 @@ class Broker:
             on_connection_count=self.metrics.connections.set,
             on_protocol_error=self.metrics.protocol_errors.inc,
             network=settings.network,
+            authentication_timeout_ms=listeners.authentication_timeout_ms,
         )
         self._topic_configs: dict[str, TopicConfig] = {}
         self.dynamic = DynamicBrokerConfig(settings.broker_id, self._dynamic_config_changed)
@@ -166,6 +183,12 @@ class Broker:
         self.metrics.cleaner.bind(
             self.cleaner, lambda: self.logs.logs, settings.data_dir, self._cleaner_died
         )
+
+    async def _user_credentials(self, user: str) -> dict[str, str] | None:
+        """A SASL user's entity config (its SCRAM credentials), read at each login."""
+        entity = entity_config_path(user, None)
+        got = await self.zk.get(EntityConfigZNode.path(entity))
+        return None if got is None else EntityConfigZNode.decode(entity, got[0]).config
 
     async def _group_coordinator_id(self, group: str) -> int:
         """Where a transaction's markers for a group's offsets go (FindCoordinator's answer)."""
@@ -192,13 +215,18 @@ class Broker:
         self.dynamic.watch(self.zk)
         await self.authorizer.start()  # before serving: no request is checked against no ACLs
         await self._start_http()
-        self.port = await self.kafka.start(self.settings.host, self.settings.port)
+        self.listeners = await open_listeners(
+            self.kafka, self.settings.listeners, self.settings.advertised_host
+        )
+        first = self.listeners.advertised[0]
+        self.port = self.listeners.bound[0].port
         info = BrokerInfo(
             id=self.settings.broker_id,
-            host=self.settings.advertised_host,
-            port=self.port,
+            host=first.host,
+            port=first.port,
             control_url=self.settings.control_url,
             rack=self.settings.rack,
+            endpoints=self.listeners.advertised,
         )
         await self.zk.register_ephemeral(BrokerInfo.path(info.id), info.encode())
         self._registered = True
@@ -215,10 +243,12 @@ class Broker:
             )
         )
         self._tasks.append(asyncio.create_task(self._footing_loop()))
-        log.info("broker %d serving Kafka on %s:%d", info.id, self.settings.host, self.port)
+        log.info(
+            "broker %d serving Kafka on %s", info.id, ", ".join(e.url for e in self.listeners.bound)
+        )
 
     async def _start_http(self) -> None:
-        app = create_app(self, self.metrics.registry)
+        app = create_app(self, self.metrics.registry, self.settings.control_secret)
         self._http, task = await start_http(app, self.settings.host, self.settings.http_port)
         self._tasks.append(task)
 
@@ -228,6 +258,8 @@ class Broker:
         await self.followers.close()
         if self._registered:
             await self._controlled_shutdown()
+        if self.listeners is not None:
+            self.listeners.stop()
         await self.kafka.close()
         self.fetch_sessions.close()
         await self.groups.stop()
@@ -247,7 +279,10 @@ class Broker:
         producers see a clean leader change instead of a timeout (Kafka's controlled shutdown).
         Bounded: after a few attempts the broker stops anyway."""
         broker_id = self.settings.broker_id
-        async with httpx.AsyncClient(timeout=CONTROLLED_SHUTDOWN_TIMEOUT_S) as client:
+        async with httpx.AsyncClient(
+            timeout=CONTROLLED_SHUTDOWN_TIMEOUT_S,
+            headers=bearer_headers(self.settings.control_secret),
+        ) as client:
             for attempt in range(1, CONTROLLED_SHUTDOWN_ATTEMPTS + 1):
                 try:
                     got = await self.zk.get(ControllerZNode.path())

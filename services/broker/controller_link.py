@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from pafka.control.secret import bearer_headers
 from pafka.errors import NotControllerError, PafkaError, for_code
 from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
 from pafka.zk.client import ZkClient
@@ -32,8 +33,10 @@ async def call_controller(
     body: dict[str, Any],
     timeout_ms: int,
     network: NetworkDeadlines = DEFAULT_DEADLINES,
+    secret: str | None = None,
 ) -> Any:
-    """POST ``body`` to the active controller's ``path``; its JSON answer, or its error raised."""
+    """POST ``body`` to the active controller's ``path`` (with the control API's ``secret``);
+    its JSON answer, or its error raised."""
     got = await zk.get(ControllerZNode.path())
     if got is None:
         raise NotControllerError("no controller is active")
@@ -41,7 +44,9 @@ async def call_controller(
     timeout_s = max(timeout_ms, 0) / 1000 + MARGIN_S
     connect_s = min(network.connection_setup_timeout_ms / 1000, timeout_s)
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=connect_s)) as client:
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout_s, connect=connect_s), headers=bearer_headers(secret)
+        ) as client:
             response = await client.post(url + path, json={**body, "timeout_ms": timeout_ms})
     except httpx.HTTPError as exc:
         raise NotControllerError(f"the controller at {url} did not answer: {exc}") from exc

@@ -23,17 +23,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import struct
 import time
 from dataclasses import dataclass, field
 
+from pafka.client.connection import RETIRE_FRACTION
+from pafka.client.secure_connect import secure_connection
 from pafka.control.messages import LiveBroker
-from pafka.errors import OffsetOutOfRangeError, PafkaError, ProtocolError, for_code
+from pafka.errors import (
+    BrokerUnreachableError,
+    OffsetOutOfRangeError,
+    PafkaError,
+    ProtocolError,
+    for_code,
+)
 from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
-from pafka.net.sockets import SYN_PROBE_INTERVAL_S, Backoff, open_connection
+from pafka.net.sockets import SYN_PROBE_INTERVAL_S, Backoff
 from pafka.protocol.messages import decode_response, encode_request, request_class
 from pafka.protocol.versions import ApiKey
+from pafka.security.client_security import ClientSecurity
 from services.broker.follower_session import (
     INITIAL_EPOCH,
     FollowerSession,
@@ -51,6 +61,13 @@ LIST_OFFSETS_VERSION = 4
 EARLIEST = -2
 
 
+INTER_BROKER_PLAINTEXT = ClientSecurity(listener="PLAINTEXT")
+
+
+def leader_address(leader: LiveBroker, security: ClientSecurity) -> tuple[str, int] | None:
+    return leader.address(security.listener or "PLAINTEXT")
+
+
 @dataclass(frozen=True)
 class FetcherSettings:
     broker_id: int
@@ -59,6 +76,8 @@ class FetcherSettings:
     response_max_bytes: int
     backoff_ms: int
     network: NetworkDeadlines = DEFAULT_DEADLINES
+    # How to reach leaders: their inter-broker listener, secured as it requires.
+    security: ClientSecurity = INTER_BROKER_PLAINTEXT
 
 
 @dataclass
@@ -82,6 +101,8 @@ class FollowerLink:
     # Failed connections (or requests) since the leader last answered.
     reconnect: Backoff = field(init=False)
     failing_since: float | None = None
+    # When the current connection's SASL session nears its end (monotonic; inf: never).
+    retire_at: float = math.inf
 
     def __post_init__(self) -> None:
         network = self.settings.network
@@ -126,7 +147,7 @@ class FollowerLink:
                 await asyncio.sleep(self.reconnect.delay_ms(random.random()) / 1000)
             try:
                 reader, writer = await self._connect()
-            except OSError as exc:
+            except (OSError, PafkaError) as exc:
                 self._connection_failed(f"cannot reach leader {self.leader.id}: {exc}")
                 continue
             # A session lives in the leader's memory; a new connection may meet a new process.
@@ -145,14 +166,26 @@ class FollowerLink:
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         network = self.settings.network
-        return await open_connection(
-            self.leader.host,
-            self.leader.port,
+        security = self.settings.security
+        address = leader_address(self.leader, security)
+        if address is None:
+            raise BrokerUnreachableError(
+                f"leader {self.leader.id} has no {security.listener} listener"
+            )
+        reader, writer, lifetime_ms = await secure_connection(
+            *address,
+            security,
+            client_id=f"broker-{self.settings.broker_id}-fetcher",
             setup_timeout_s=network.connection_setup_timeout_ms / 1000,
             probe_interval_s=SYN_PROBE_INTERVAL_S,
             keepalive=network.keepalive,
             user_timeout_ms=network.replica_socket_timeout_ms,
         )
+        # A bounded SASL session: reconnect (authenticating afresh) before the leader ends it.
+        self.retire_at = (
+            time.monotonic() + lifetime_ms * RETIRE_FRACTION / 1000 if lifetime_ms else math.inf
+        )
+        return reader, writer
 
     def _connection_failed(self, reason: str) -> None:
         """One line when a leader stops answering; retries stay quiet until it answers."""
@@ -175,7 +208,7 @@ class FollowerLink:
             self.failing_since = None
 
     async def _replicate(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while self.partitions:
+        while self.partitions and time.monotonic() < self.retire_at:
             truncating = self.states.due_truncations(time.monotonic())
             if truncating:
                 await self._truncate(reader, writer, truncating)
@@ -411,7 +444,10 @@ class FollowerManager:
             if broker_id != leader.id:
                 other.remove(key)
         link: FollowerLink | None = self.links.get(leader.id)
-        if link is not None and (link.leader.host, link.leader.port) != (leader.host, leader.port):
+        security = self.settings.security
+        if link is not None and leader_address(link.leader, security) != leader_address(
+            leader, security
+        ):
             self._stop(link)
             link = None
         if link is None:

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from pafka.control import messages as control
+from pafka.control.secret import RequireSecret
 from pafka.errors import InvalidRequestError, PafkaError
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,10 @@ async def _body(request: Request) -> dict[str, Any]:
     return payload
 
 
-def create_app(handler: ControlHandler, registry: Any) -> FastAPI:
+def create_app(handler: ControlHandler, registry: Any, secret: str | None = None) -> FastAPI:
+    """``secret``: every route but the probes and metrics needs it (``pafka.control.secret``)."""
     app = FastAPI(title="pafka broker", docs_url=None, redoc_url=None)
+    app.add_middleware(RequireSecret, secret=secret)
 
     @app.exception_handler(PafkaError)
     async def pafka_error(_: Request, exc: PafkaError) -> JSONResponse:

@@ -110,6 +110,13 @@ class BrokerMetrics:
             "Connections closed because of malformed frames or requests",
             registry=r,
         )
+        # Kafka's socket-server-metrics successful/failed-authentication-total per listener.
+        self.authentications = Counter(
+            "kafka_server_socket_server_metrics_authentication",
+            "SASL authentications by listener and outcome",
+            ["listener", "outcome"],
+            registry=r,
+        )
         self.partition_count = Gauge(
             "kafka_server_replicamanager_partitioncount",
             "Partitions hosted by this broker",
@@ -197,6 +204,9 @@ class BrokerMetrics:
             )
             self._request_children[key] = children
         return children
+
+    def count_authentication(self, listener: str, succeeded: bool) -> None:
+        self.authentications.labels(listener, "successful" if succeeded else "failed").inc()
 
     def count_error(self, api_key: int, code: int) -> None:
         """One error code carried by a response of ``api_key``; 0 (NONE) is not counted."""

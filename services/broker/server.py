@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import cast
 
@@ -32,12 +33,16 @@ from pafka.net.sockets import configure_keepalive
 from pafka.protocol.frames import FrameDecoder
 from pafka.protocol.messages import EncodedResponse
 from pafka.protocol.wire import Buffer
+from pafka.security.listeners import Endpoint
+from pafka.security.sasl_state import SaslState
+from pafka.security.tls import principal_of
 from pafka.storage.region import FileRegion, close_regions
 from services.broker.send_pieces import DirectSender, Piece, socket_fd
+from services.broker.session import ConnectionSession
 
 log = logging.getLogger(__name__)
 
-FrameHandler = Callable[[bytes | memoryview, str], Awaitable[EncodedResponse | None]]
+FrameHandler = Callable[[bytes | memoryview, ConnectionSession], Awaitable[EncodedResponse | None]]
 # Requests received but not yet handled, per connection, before reading pauses.
 MAX_QUEUED_REQUESTS = 64
 # Responses made in one loop turn beyond this are written at once, so that a client not reading
@@ -58,49 +63,73 @@ class KafkaServer:
         on_connection_count: Callable[[int], None] = lambda _: None,
         on_protocol_error: Callable[[], None] = lambda: None,
         network: NetworkDeadlines = DEFAULT_DEADLINES,
+        authentication_timeout_ms: int = 30_000,
     ) -> None:
         self._handle_frame = handle_frame
+        # A connection still unauthenticated (TLS or SASL) this long after it opened is closed.
+        self.authentication_timeout_s = authentication_timeout_ms / 1000
         # Malformed frames are caught here, before any handler sees them, so counted here too.
         self._on_protocol_error = on_protocol_error
         self._max_frame_bytes = max_frame_bytes
         self._max_connections = max_connections
         self._on_connection_count = on_connection_count
         self._connections: set[_Connection] = set()
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self.network = network
         self._idle_sweeper: asyncio.Task[None] | None = None
 
-    async def start(self, host: str, port: int) -> int:
+    async def start(self, endpoint: Endpoint, ssl_context: ssl.SSLContext | None = None) -> int:
+        """Listen on one listener; returns the port bound (the one chosen for port 0)."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Connection(self), host, port)
-        self._idle_sweeper = loop.create_task(self._close_idle())
-        bound: int = self._server.sockets[0].getsockname()[1]
+        server = await loop.create_server(
+            lambda: _Connection(self, endpoint),
+            endpoint.host or None,
+            endpoint.port,
+            ssl=ssl_context,
+            ssl_handshake_timeout=self.authentication_timeout_s if ssl_context else None,
+        )
+        self._servers.append(server)
+        if self._idle_sweeper is None:
+            self._idle_sweeper = loop.create_task(self._close_idle())
+        bound: int = server.sockets[0].getsockname()[1]
         return bound
 
     async def _close_idle(self) -> None:
         limit_s = self.network.connections_max_idle_ms / 1000
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(min(limit_s / IDLE_CHECKS_PER_LIMIT, 30.0))
+            await asyncio.sleep(
+                min(limit_s / IDLE_CHECKS_PER_LIMIT, 30.0, self.authentication_timeout_s / 2)
+            )
             now = loop.time()
             for connection in list(self._connections):
                 if connection.idle_since(now) > limit_s:
                     log.info("closing connection from %s: idle for %.0fs", connection.host, limit_s)
                     connection.close_idle()
+                elif (
+                    not connection.session.authenticated
+                    and now - connection.opened_at > self.authentication_timeout_s
+                ):
+                    log.info(
+                        "closing connection from %s: not authenticated within %.0fs",
+                        connection.host,
+                        self.authentication_timeout_s,
+                    )
+                    connection.abort()
 
     async def close(self) -> None:
         if self._idle_sweeper is not None:
             self._idle_sweeper.cancel()
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         tasks = [c.task for c in self._connections if c.task is not None]
         for connection in list(self._connections):
             connection.abort()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
     def _opened(self, connection: _Connection) -> bool:
         if len(self._connections) >= self._max_connections:
@@ -121,8 +150,10 @@ class KafkaServer:
 class _Connection(asyncio.Protocol):
     """One client connection: frames in, a task handling them in order, coalesced writes out."""
 
-    def __init__(self, server: KafkaServer) -> None:
+    def __init__(self, server: KafkaServer, endpoint: Endpoint) -> None:
         self._server = server
+        self._endpoint = endpoint
+        self.session = ConnectionSession(host="unknown")
         self._decoder = FrameDecoder(server._max_frame_bytes)
         self._frames: collections.deque[memoryview] = collections.deque()
         self._transport: asyncio.Transport | None = None
@@ -140,6 +171,7 @@ class _Connection(asyncio.Protocol):
         self.host = "unknown"
         # Loop time of the last request received or response sent.
         self.last_active = 0.0
+        self.opened_at = 0.0
         self._handling = False
 
     # -- transport callbacks ---------------------------------------------------------------------
@@ -156,10 +188,11 @@ class _Connection(asyncio.Protocol):
         )
         peer = transport.get_extra_info("peername")
         self.host = str(peer[0]) if peer else "unknown"
+        self.session = _session(self.host, self._endpoint, transport)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             configure_keepalive(sock, self._server.network.keepalive)
-        self.last_active = asyncio.get_running_loop().time()
+        self.last_active = self.opened_at = asyncio.get_running_loop().time()
         if not self._server._opened(self):
             self._closed = True
             transport.close()
@@ -262,12 +295,15 @@ class _Connection(asyncio.Protocol):
                     assert self._transport is not None
                     self._transport.resume_reading()
                 self._handling = True  # (an exception ends the connection: no reset needed)
-                response = await handle(frame, self.host)
+                response = await handle(frame, self.session)
                 self._handling = False
                 if response is not None and not self._closed:
                     self._send(loop, response)
                 elif isinstance(response, list):
                     close_regions(response)  # the client left: nothing will send them
+                if self.session.close_after_response:
+                    log.info("closing connection from %s after refusing it", self.host)
+                    break
         except ProtocolError as exc:
             log.info("closing connection from %s: %s", self.host, exc)
         except asyncio.CancelledError:
@@ -314,3 +350,15 @@ class _Connection(asyncio.Protocol):
                 self._transport.write(buffers[0])
             else:
                 self._transport.writelines(buffers)
+
+
+def _session(host: str, endpoint: Endpoint, transport: asyncio.BaseTransport) -> ConnectionSession:
+    """A new connection's security: on TLS without SASL its principal is its verified client
+    certificate's subject (User:ANONYMOUS without one); SASL listeners start unauthenticated."""
+    protocol = endpoint.protocol
+    session = ConnectionSession(host=host, listener=endpoint.listener, protocol=protocol)
+    if protocol.uses_sasl:
+        session.sasl_state = SaslState.HANDSHAKE
+    elif protocol.uses_tls:
+        session.principal = principal_of(transport.get_extra_info("peercert"))
+    return session

@@ -11,9 +11,12 @@ from pafka.envconfig import Env
 from pafka.errors import ConfigError, PafkaError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
 from pafka.security.authorization import AuthorizerConfig, parse_super_users
+from pafka.security.listeners import plaintext
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
+from pafka.zk.security import ZkSecurity, read_zk_security
 from services.broker.groups.config import GroupConfig
+from services.broker.listener_settings import ListenerSettings
 from services.broker.transactions.config import TransactionConfig
 
 PREFIX = "PAFKA_BROKER_"
@@ -30,6 +33,10 @@ class BrokerSettings:
     data_dir: Path = Path("/var/lib/pafka")
     rack: str | None = None
     zk_session_timeout_ms: int = 6000
+    # ZooKeeper digest authentication and the ACLs of created znodes (zookeeper.set.acl).
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
+    # The control API's shared secret (pafka/control/secret.py); None: not checked.
+    control_secret: str | None = field(default=None, repr=False)
     # Frames above this are refused before any allocation (Kafka's socket.request.max.bytes).
     max_request_bytes: int = 100 * 1024 * 1024
     max_connections: int = 1000
@@ -70,10 +77,18 @@ class BrokerSettings:
     authorizer: str = ""
     acl: AuthorizerConfig = field(default_factory=AuthorizerConfig)
     log_level: str = "INFO"
+    # Listeners, TLS and SASL; None: one PLAINTEXT listener at host:port.
+    listener_config: ListenerSettings | None = None
 
     @property
     def control_url(self) -> str:
         return f"http://{self.advertised_host}:{self.http_port}"
+
+    @property
+    def listeners(self) -> ListenerSettings:
+        if self.listener_config is not None:
+            return self.listener_config
+        return ListenerSettings(listeners=(plaintext(self.host, self.port),))
 
     @classmethod
     def from_env(cls, values: Mapping[str, str] | None = None) -> BrokerSettings:
@@ -179,6 +194,8 @@ class BrokerSettings:
             data_dir=Path(env.text("DATA_DIR", str(cls.data_dir))),
             rack=env.raw("RACK"),
             zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
+            zk_security=read_zk_security(env),
+            control_secret=env.secret("CONTROL_SECRET"),
             max_request_bytes=env.integer("MAX_REQUEST_BYTES", cls.max_request_bytes, minimum=1024),
             max_connections=env.integer("MAX_CONNECTIONS", cls.max_connections, minimum=1),
             fetch_max_bytes=env.integer("FETCH_MAX_BYTES", cls.fetch_max_bytes, minimum=1024),
@@ -217,6 +234,9 @@ class BrokerSettings:
             authorizer=_authorizer(env),
             acl=_acl_config(env),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
+            listener_config=ListenerSettings.from_env(
+                env, host=env.text("HOST", cls.host), port=env.integer("PORT", cls.port)
+            ),
         )
 
 

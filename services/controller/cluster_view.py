@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from pafka.client.cluster import ClusterClient
 from pafka.errors import PafkaError
+from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from pafka.zk.client import ZkClient
 from services.controller.cluster_view_sources import GroupOffsets, log_offsets, read_groups
 from services.controller.context import ControllerContext, TopicPartition
@@ -193,7 +194,7 @@ class ContextView:
     leader_epochs: dict[TopicPartition, int]
 
 
-def view_of(context: ControllerContext) -> ContextView:
+def view_of(context: ControllerContext, security: ClientSecurity = PLAINTEXT_CLIENT) -> ContextView:
     """The partitions (no offsets yet) and live brokers of the controller's context; a leader
     that is not a live broker is reported as none (-1)."""
     views = []
@@ -206,7 +207,11 @@ def view_of(context: ControllerContext) -> ContextView:
         else:
             isr = state.isr if state is not None else ()
             views.append(PartitionView(topic, partition, -1, entry.replicas, isr))
-    brokers = {b.id: (b.host, b.port) for b in context.brokers.values()}
+    brokers = {
+        b.id: (endpoint.host, endpoint.port)
+        for b in context.brokers.values()
+        if (endpoint := security.endpoint(b.listeners)) is not None
+    }
     return ContextView(brokers, tuple(views), epochs)
 
 
@@ -214,14 +219,22 @@ class ClusterView:
     """Keeps :attr:`collector`'s snapshot current while a context is bound (this controller
     is active); the controller binds its context once loaded and unbinds it on resigning."""
 
-    def __init__(self, zk: ZkClient, *, interval_ms: int, request_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        zk: ZkClient,
+        *,
+        interval_ms: int,
+        request_timeout_ms: int,
+        security: ClientSecurity = PLAINTEXT_CLIENT,
+    ) -> None:
         self.collector = ClusterViewCollector()
         self._zk = zk
         self._context: ControllerContext | None = None
         self._interval_s = interval_ms / 1000
         self._timeout_s = request_timeout_ms / 1000
         self._wake = asyncio.Event()
-        self._client = ClusterClient(client_id="pafka-controller-cluster-view")
+        self._security = security
+        self._client = ClusterClient(client_id="pafka-controller-cluster-view", security=security)
 
     def bind(self, context: ControllerContext) -> None:
         self._context = context
@@ -253,7 +266,7 @@ class ClusterView:
         context = self._context
         if context is None:
             return
-        begun = view_of(context)
+        begun = view_of(context, self._security)
         self._client.brokers = begun.brokers
         offsets, groups = await asyncio.gather(self._log_offsets(begun), self._groups())
         if self._context is not context:

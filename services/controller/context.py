@@ -54,7 +54,7 @@ class ControllerContext:
 
     def live_brokers(self) -> tuple[LiveBroker, ...]:
         return tuple(
-            LiveBroker(b.id, b.host, b.port, b.rack)
+            LiveBroker(b.id, b.host, b.port, b.rack, b.listeners)
             for b in sorted(self.brokers.values(), key=lambda b: b.id)
         )
 

@@ -26,6 +26,7 @@ from kazoo.client import KazooClient
 from pafka.cluster.controller_footing import Action, Role, Session, after_verify, on_session
 from pafka.cluster.controller_footing import still_holds as term_still_held
 from pafka.cluster.elect_leaders import ElectionType
+from pafka.control.secret import bearer_headers
 from pafka.errors import ControllerFencedError, NotControllerError, PafkaError
 from pafka.zk.client import SessionEvent, ZkClient
 from pafka.zk.znodes import (
@@ -69,6 +70,7 @@ class Controller:
             self.settings.zookeeper,
             session_timeout_ms=self.settings.zk_session_timeout_ms,
             name=f"controller-{self.settings.controller_id}",
+            security=self.settings.zk_security,
         )
         self.epoch: Epoch | None = None
         self.role = Role.STANDBY
@@ -81,12 +83,17 @@ class Controller:
         self._events = EventQueue()
         self._pending = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._http = httpx.AsyncClient(timeout=self.settings.request_timeout_ms / 1000)
+        # Every request to brokers' control APIs carries the shared secret, if one is set.
+        self._http = httpx.AsyncClient(
+            timeout=self.settings.request_timeout_ms / 1000,
+            headers=bearer_headers(self.settings.control_secret),
+        )
         self._watched_topics: set[str] = set()
         self.cluster_view = ClusterView(
             self.zk,
             interval_ms=self.settings.cluster_view_interval_ms,
             request_timeout_ms=self.settings.request_timeout_ms,
+            security=self.settings.kafka_security,
         )
         self.metrics.registry.register(self.cluster_view.collector)
 

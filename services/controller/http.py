@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from pafka.cluster.elect_leaders import ElectionType
+from pafka.control.secret import RequireSecret
 from pafka.errors import PafkaError
 from services.controller.admin_api import Outcome
 from services.controller.context import TopicPartition
@@ -17,6 +18,7 @@ from services.controller.controller import Controller
 
 def create_app(controller: Controller) -> FastAPI:
     app = FastAPI(title="pafka controller", docs_url=None, redoc_url=None)
+    app.add_middleware(RequireSecret, secret=controller.settings.control_secret)
 
     @app.get("/status")
     async def status() -> JSONResponse:

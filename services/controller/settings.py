@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from pafka.envconfig import Env
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
+from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity, read_client_security
+from pafka.zk.security import ZkSecurity, read_zk_security
 
 PREFIX = "PAFKA_CONTROLLER_"
 
@@ -26,6 +28,10 @@ class ControllerSettings:
     advertised_host: str = "127.0.0.1"
     http_port: int = 8090
     zk_session_timeout_ms: int = 6000
+    # ZooKeeper digest authentication and the ACLs of created znodes (zookeeper.set.acl).
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
+    # The control API's shared secret (pafka/control/secret.py); None: not checked.
+    control_secret: str | None = field(default=None, repr=False)
     request_timeout_ms: int = 10_000
     # ISR-change notifications read in one pass of the event task; a broker failure arriving
     # meanwhile waits at most one pass.
@@ -38,6 +44,8 @@ class ControllerSettings:
     # controller.socket.timeout.ms bounds each control request; reconnect backoff between tries.
     network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
+    # How the cluster view's Kafka requests (ListOffsets to leaders) reach brokers.
+    kafka_security: ClientSecurity = PLAINTEXT_CLIENT
 
     @property
     def url(self) -> str:
@@ -48,11 +56,14 @@ class ControllerSettings:
         env = Env.of(PREFIX, values)
         return cls(
             controller_id=env.integer("ID", _default_id()),
+            kafka_security=read_client_security(env),
             zookeeper=env.text("ZOOKEEPER", cls.zookeeper),
             host=env.text("HOST", cls.host),
             advertised_host=env.text("ADVERTISED_HOST", socket.gethostname()),
             http_port=env.integer("HTTP_PORT", cls.http_port),
             zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
+            zk_security=read_zk_security(env),
+            control_secret=env.secret("CONTROL_SECRET"),
             request_timeout_ms=env.integer("REQUEST_TIMEOUT_MS", 10_000, minimum=100),
             isr_notifications_per_pass=env.integer(
                 "ISR_NOTIFICATIONS_PER_PASS", cls.isr_notifications_per_pass, minimum=1

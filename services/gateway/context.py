@@ -40,7 +40,10 @@ async def open_context(settings: GatewaySettings) -> GatewayContext:
     zk = None
     if settings.zookeeper:
         zk = ZkClient(
-            settings.zookeeper, session_timeout_ms=settings.zk_session_timeout_ms, name="gateway"
+            settings.zookeeper,
+            session_timeout_ms=settings.zk_session_timeout_ms,
+            name="gateway",
+            security=settings.zk_security,
         )
         await zk.start(timeout_s=30)
     cluster = ClusterClient(
@@ -48,6 +51,7 @@ async def open_context(settings: GatewaySettings) -> GatewayContext:
         zk=zk,
         client_id="pafka-gateway",
         network=settings.network,
+        security=settings.kafka_security,
     )
     await cluster.start()
     producer = Producer(

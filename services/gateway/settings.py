@@ -9,6 +9,8 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
+from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity, read_client_security
+from pafka.zk.security import ZkSecurity, read_zk_security
 
 PREFIX = "PAFKA_GATEWAY_"
 
@@ -21,6 +23,8 @@ class GatewaySettings:
     host: str = "0.0.0.0"
     port: int = 8082
     zk_session_timeout_ms: int = 6000
+    # ZooKeeper digest authentication and the ACLs of created znodes (zookeeper.set.acl).
+    zk_security: ZkSecurity = field(default_factory=ZkSecurity)
     # How long concurrent produce requests wait to share one Produce request.
     linger_ms: float = 2.0
     request_timeout_ms: int = 30_000
@@ -39,6 +43,9 @@ class GatewaySettings:
     # Connect and call deadlines, keepalive, reconnect backoff of connections to brokers.
     network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
+    # How the gateway's Kafka connections are secured (SECURITY_PROTOCOL, SSL_*, SASL_*,
+    # LISTENER), as any Kafka client's.
+    kafka_security: ClientSecurity = PLAINTEXT_CLIENT
 
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
         found = []
@@ -62,6 +69,7 @@ class GatewaySettings:
             host=env.text("HOST", cls.host),
             port=env.integer("PORT", cls.port),
             zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
+            zk_security=read_zk_security(env),
             linger_ms=env.integer("LINGER_MS", 2),
             request_timeout_ms=env.integer("REQUEST_TIMEOUT_MS", 30_000, minimum=100),
             metadata_wait_ms=env.integer("METADATA_WAIT_MS", cls.metadata_wait_ms, minimum=0),
@@ -78,6 +86,7 @@ class GatewaySettings:
             tokens=env.raw("TOKENS"),
             network=read_deadlines(env),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
+            kafka_security=read_client_security(env),
         )
         settings.bootstrap_addresses()
         return settings

@@ -10,12 +10,17 @@ import pytest
 
 from pafka.local.cluster import LocalCluster
 from pafka.local.zookeeper import ZooKeeperServer
+from tests.faults import secured
 from tests.integration.conftest import ClusterHandle
 
 
 @contextlib.contextmanager
-def fault_cluster_with(tmp_path: Path, broker_env: dict[str, str]) -> Iterator[ClusterHandle]:
-    """3 brokers with ``broker_env``, 2 controllers, a ZooKeeper of their own."""
+def fault_cluster_with(
+    tmp_path: Path, broker_env: dict[str, str], *, sasl_ssl: bool | None = None
+) -> Iterator[ClusterHandle]:
+    """3 brokers with ``broker_env``, 2 controllers, a ZooKeeper of their own; secured end to
+    end with SASL_SSL when asked, or when ``PAFKA_FAULTS_SECURITY=SASL_SSL``
+    (:mod:`tests.faults.secured`)."""
     zk = ZooKeeperServer(tmp_path / "zk")
     zk.start()
     local = LocalCluster(
@@ -23,10 +28,14 @@ def fault_cluster_with(tmp_path: Path, broker_env: dict[str, str]) -> Iterator[C
         brokers=3,
         controllers=2,
         zookeeper=zk.connect_string,
-        broker_env=broker_env,
+        broker_env=dict(broker_env),
     )
+    client_side = None
+    if secured.requested() if sasl_ssl is None else sasl_ssl:
+        client_side = secured.secure(local, tmp_path / "tls", zk.connect_string)
     local.start()
     handle = ClusterHandle(local, zk.connect_string)
+    handle.clients = client_side  # type: ignore[attr-defined]
     handle.zookeeper_server = zk  # type: ignore[attr-defined]
     try:
         yield handle

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
+from tests.faults.conftest import fault_cluster_with
 from tests.faults.workload import PARTITIONS, Workload
 from tests.integration.conftest import ClusterHandle
 
@@ -202,3 +204,28 @@ def test_zookeeper_restart_during_the_workload(fault_cluster: ClusterHandle) -> 
     finally:
         workload.stop()
     workload.validate("ZooKeeper restarted")
+
+
+@pytest.mark.faults_ci
+def test_leader_kill_9_on_a_cluster_secured_end_to_end(tmp_path: Path) -> None:
+    """The same workload with every client and every replica fetch on SASL_SSL
+    (``tests.faults.secured``): leaders killed under acks=all writes lose nothing acknowledged,
+    and followers that come back authenticate to their new leaders again."""
+    with fault_cluster_with(
+        tmp_path, {"PAFKA_BROKER_REPLICA_LAG_TIME_MAX_MS": "5000"}, sasl_ssl=True
+    ) as cluster:
+        workload = Workload(cluster)
+        assert workload.bootstrap != cluster.bootstrap
+        workload.create_topic()
+        workload.start()
+        try:
+            for _ in range(2):
+                time.sleep(2)
+                victim = _leader(cluster, workload.topic)
+                cluster.local.kill(f"broker-{victim}", signal.SIGKILL)
+                time.sleep(3)
+                cluster.local.restart(f"broker-{victim}")
+                _wait_isr(cluster, workload.topic, 3)
+        finally:
+            workload.stop()
+        workload.validate("leader kill -9 x2 over SASL_SSL")

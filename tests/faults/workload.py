@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.faults.secured import ClientSide
 from tests.integration.conftest import ClusterHandle
 
 PARTITIONS = 3
@@ -165,11 +166,22 @@ class Workload:
             config={"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
         )
 
+    @property
+    def _clients(self) -> ClientSide | None:
+        """The secured cluster's client side (``tests.faults.secured``), if it is one."""
+        clients: ClientSide | None = getattr(self.cluster, "clients", None)
+        return clients
+
+    @property
+    def bootstrap(self) -> str:
+        return self._clients.bootstrap if self._clients else self.cluster.bootstrap
+
     def start(self, rate_per_s: int = 500) -> None:
+        extra = dict(self._clients.confluent) if self._clients else {}
         self._thread = threading.Thread(
             target=produce_until,
-            args=(self.cluster.bootstrap, self.topic, self.deliveries, self._stop),
-            kwargs={"rate_per_s": rate_per_s},
+            args=(self.bootstrap, self.topic, self.deliveries, self._stop),
+            kwargs={"rate_per_s": rate_per_s, "extra_config": extra},
             daemon=True,
         )
         self._thread.start()
@@ -182,7 +194,10 @@ class Workload:
     def read_all(self, timeout_s: float = 60) -> dict[int, list[tuple[int, bytes]]]:
         from kafka import KafkaConsumer, TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.cluster.bootstrap, enable_auto_commit=False)
+        security = self._clients.kafka_python if self._clients else {}
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap, enable_auto_commit=False, **security
+        )
         tps = [TopicPartition(self.topic, p) for p in range(PARTITIONS)]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)

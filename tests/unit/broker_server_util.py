@@ -20,6 +20,7 @@ import uvloop
 from pafka.errors import ProtocolError
 from pafka.protocol.frames import encode_frame
 from pafka.protocol.messages import EncodedResponse
+from pafka.security.listeners import plaintext
 from services.broker.server import FrameHandler, KafkaServer, _Connection
 
 T = TypeVar("T")
@@ -52,7 +53,7 @@ class FakeHandler:
         self.handled: list[int] = []
         self.sizes: list[int] = []
 
-    async def __call__(self, frame: bytes | memoryview, client_host: str) -> EncodedResponse:
+    async def __call__(self, frame: bytes | memoryview, session: object) -> EncodedResponse:
         (ident,) = ID.unpack_from(frame)
         if ident < 0:
             raise ProtocolError("the fake protocol's malformed request")
@@ -103,7 +104,7 @@ async def serving(
         on_connection_count=counts.append,
         on_protocol_error=lambda: errors.append(1),
     )
-    port = await server.start("127.0.0.1", 0)
+    port = await server.start(plaintext("127.0.0.1", 0))
     try:
         yield Served(server, port, counts, errors)
     finally:

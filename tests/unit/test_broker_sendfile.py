@@ -224,7 +224,7 @@ class LogFetcher:
     def __init__(self, log: Log, reads: list[list[tuple[int, int]]], version: int) -> None:
         self.log, self.reads, self.version = log, reads, version
 
-    async def __call__(self, frame: bytes | memoryview, client_host: str) -> EncodedResponse:
+    async def __call__(self, frame: bytes | memoryview, session: object) -> EncodedResponse:
         (ident,) = ID.unpack_from(frame)
         return fetch_body(self.log, self.reads[ident], True).encode_parts(self.version, ident)
 
@@ -283,8 +283,8 @@ def test_pipelined_fetches_arrive_byte_identical_and_in_order(
 
 def small_send_buffers(served: Served) -> None:
     """Connections accepted from now on start with a small send buffer (they inherit it)."""
-    assert served.server._server is not None
-    listening = served.server._server.sockets[0]
+    assert served.server._servers
+    listening = served.server._servers[0].sockets[0]
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
 
 
@@ -347,7 +347,7 @@ def test_a_segment_deleted_by_retention_after_its_region_is_taken_is_still_serve
             expected = bytes(before_deletion.encode_frame(12, 7))[4:]
             first_segment = layout.log_file(path, 0)
 
-            async def fetch(frame: bytes | memoryview, client_host: str) -> EncodedResponse:
+            async def fetch(frame: bytes | memoryview, session: object) -> EncodedResponse:
                 (ident,) = ID.unpack_from(frame)
                 records = log.read_for_send(
                     0, 1 << 20, max_offset=None, min_region_bytes=SEPARATE_RECORDS_BYTES

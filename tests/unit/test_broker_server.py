@@ -107,7 +107,7 @@ def test_fetch_responses_in_pieces_arrive_byte_identical(
     ]
     body = FetchResponseBody([FetchableTopicResponse("t", partitions)])
 
-    async def fetch(frame: bytes | memoryview, client_host: str) -> EncodedResponse:
+    async def fetch(frame: bytes | memoryview, session: object) -> EncodedResponse:
         (ident,) = ID.unpack_from(frame)
         return body.encode_parts(version, ident)
 

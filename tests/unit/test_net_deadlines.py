@@ -30,6 +30,7 @@ from pafka.net.deadlines import KeepAlive, NetworkDeadlines
 from pafka.net.sockets import Backoff, backoff_ms, open_connection
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
+from pafka.security.listeners import plaintext
 from pafka.storage.config import LogConfig
 from pafka.storage.log import Log
 from pafka.zk.client import ZkClient, give_up_at
@@ -462,11 +463,11 @@ def test_zookeeper_calls_give_up_while_the_server_does_not_answer(
 
 def test_broker_sets_keepalive_on_accepted_connections_and_closes_idle_ones() -> None:
     async def scenario() -> None:
-        async def handle(frame: object, host: str) -> None:
+        async def handle(frame: object, session: object) -> None:
             return None
 
         server = KafkaServer(handle, max_frame_bytes=1 << 20, max_connections=10, network=SHORT)
-        port = await server.start("127.0.0.1", 0)
+        port = await server.start(plaintext("127.0.0.1", 0))
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             await eventually(lambda: len(server._connections) == 1)

@@ -26,5 +26,5 @@ def test_every_served_api_is_a_kafka_2_8_api_under_its_name() -> None:
 def test_a_row_shows_both_ranges_and_an_unserved_api_says_so() -> None:
     rows = markdown().splitlines()
     assert f"| CreateTopics (19) | 0{DASH}7 | 0{DASH}7 |" in rows
-    assert f"| SaslHandshake (17) | not served | 0{DASH}1 |" in rows
+    assert f"| AlterReplicaLogDirs (34) | not served | 0{DASH}2 |" in rows
     assert len(rows) == len(KAFKA_2_8) + 4

@@ -51,6 +51,10 @@ from services.broker.handlers.reassignments import (
     handle_list_partition_reassignments,
 )
 from services.broker.handlers.records_admin import handle_delete_records
+from services.broker.handlers.scram_credentials import (
+    handle_alter_user_scram_credentials,
+    handle_describe_user_scram_credentials,
+)
 from services.broker.handlers.transactions import (
     handle_add_offsets_to_txn,
     handle_add_partitions_to_txn,
@@ -95,6 +99,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
     ApiKey.END_TXN: handle_end_txn,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
     ApiKey.DESCRIBE_ACLS: handle_describe_acls,
     ApiKey.CREATE_ACLS: handle_create_acls,
     ApiKey.DELETE_ACLS: handle_delete_acls,

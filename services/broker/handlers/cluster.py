@@ -20,8 +20,9 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     cls = response_class(ctx.api_key, ctx.api_version)
     brokers = [
-        cls.DescribeClusterBroker(broker_id=b.id, host=b.host, port=b.port, rack=b.rack)
+        cls.DescribeClusterBroker(broker_id=b.id, host=address[0], port=address[1], rack=b.rack)
         for b in sorted(broker.metadata.brokers.values(), key=lambda b: b.id)
+        if (address := b.address(ctx.listener)) is not None
     ]
     operations = None
     if request.include_cluster_authorized_operations:

@@ -44,6 +44,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
             "/elect-leaders",
             {"election_type": kind, "partitions": named},
             request.timeout_ms,
+            secret=ctx.broker.settings.control_secret,
         )
         results = [(str(t), int(p), int(c), m) for t, p, c, m in answer["results"]]
     except PafkaError as exc:

@@ -66,7 +66,12 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
                 require_group(ctx, Operation.DESCRIBE, key)
                 validate_group_id(key)
                 info = await ctx.broker.groups.find(key)
-            found.append((key, 0, None, info.id, info.host, info.port))
+            address = info.address(ctx.listener)
+            if address is None:
+                raise CoordinatorNotAvailableError(
+                    f"the coordinator of {key} has no {ctx.listener} listener"
+                )
+            found.append((key, 0, None, info.id, *address))
         except PafkaError as exc:
             found.append((key, ctx.error(error_code(exc)), str(exc), -1, "", -1))
     if ctx.api_version >= 4:

@@ -32,9 +32,11 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     cache = broker.metadata
     cls = response_class(ctx.api_key, ctx.api_version)
+    # Each client is told the endpoints of the listener it came through.
     brokers = [
-        cls.MetadataResponseBroker(node_id=b.id, host=b.host, port=b.port, rack=b.rack)
+        cls.MetadataResponseBroker(node_id=b.id, host=address[0], port=address[1], rack=b.rack)
         for b in sorted(cache.brokers.values(), key=lambda b: b.id)
+        if (address := b.address(ctx.listener)) is not None
     ]
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):

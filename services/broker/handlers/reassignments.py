@@ -30,7 +30,11 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any
     try:
         require_cluster(ctx, Operation.ALTER)
         answer = await call_controller(
-            ctx.broker.zk, "/reassignments", {"partitions": partitions}, request.timeout_ms
+            ctx.broker.zk,
+            "/reassignments",
+            {"partitions": partitions},
+            request.timeout_ms,
+            secret=ctx.broker.settings.control_secret,
         )
     except PafkaError as exc:
         error = wire_error(exc)
@@ -63,7 +67,11 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
     try:
         require_cluster(ctx, Operation.DESCRIBE)
         answer = await call_controller(
-            ctx.broker.zk, "/reassignments/list", {"partitions": wanted}, request.timeout_ms
+            ctx.broker.zk,
+            "/reassignments/list",
+            {"partitions": wanted},
+            request.timeout_ms,
+            secret=ctx.broker.settings.control_secret,
         )
     except PafkaError as exc:
         error = wire_error(exc)
