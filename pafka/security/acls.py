@@ -136,6 +136,13 @@ class AclBinding:
         self.pattern.validate()
         self.entry.validate()
 
+    def __str__(self) -> str:
+        p, e = self.pattern, self.entry
+        return (
+            f"{e.permission.name} {e.principal} from {e.host} to {e.operation.name} "
+            f"{p.resource_type.name} {p.name} ({p.pattern_type.name})"
+        )
+
 
 @dataclass(frozen=True)
 class ResourcePatternFilter:

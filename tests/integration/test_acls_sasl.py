@@ -169,3 +169,38 @@ def test_anonymous_gets_nothing_without_allow_everyone(sasl: SaslCluster) -> Non
     with pytest.raises(KafkaException) as raised:
         future.result(timeout=20)
     assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def _acls_as(
+    cluster: SaslCluster, user: str, tmp_path: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``pafka acls`` through a broker's ACL APIs, authenticated as ``user``."""
+    config = tmp_path / f"{user}.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        "sasl.mechanism=SCRAM-SHA-256\n"
+        f"sasl.username={user}\n"
+        f"sasl.password={PASSWORDS[user]}\n"
+    )
+    target = ("--bootstrap-server", cluster.sasl_bootstrap, "--command-config", str(config))
+    return subprocess.run(
+        [sys.executable, "-m", "pafka.cli.main", "acls", *args, *target],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_only_who_may_alter_the_cluster_changes_acls(sasl: SaslCluster, tmp_path: Path) -> None:
+    grant = ("add", "--allow-principal", "User:alice", "--operation", "Read", "--group", "g1")
+    refused = _acls_as(sasl, "alice", tmp_path, *grant)
+    assert refused.returncode != 0
+    assert refused.stderr.strip() == (
+        "pafka acls: creating ALLOW User:alice from * to READ GROUP g1 (LITERAL): "
+        "User:alice may not ALTER the cluster's ACLs"
+    )
+    done = _acls_as(sasl, "broker", tmp_path, *grant)  # the super user
+    assert done.returncode == 0, done.stderr
+    listed = _acls_as(sasl, "broker", tmp_path, "list", "--group", "g1")
+    assert "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)" in listed.stdout
