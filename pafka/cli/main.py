@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from pafka.cli import (
+    acls,
     bench,
     clients,
     cluster,
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups.register(sub)
     configs.register(sub)
     quotas.register(sub)
+    acls.register(sub)
     leaders.register(sub)
     users.register(sub)
     bench.register(sub)

@@ -16,8 +16,10 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from kafka.protocol.admin import (
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
@@ -28,7 +30,7 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from pafka.admin.client_quotas import alter_quotas
-from tests.integration.conftest import ClusterHandle
+from tests.integration.conftest import TEST_BROKER_ENV, ClusterHandle, own_cluster
 from tests.integration.wire import read_exact
 
 SETTLE_S = 10.0
@@ -281,3 +283,45 @@ def test_request_time_throttles_are_bounded_by_one_window(cluster: ClusterHandle
 
     _until(throttled)
     assert 0 < max(throttles) <= 1000
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
+    env = {
+        **TEST_BROKER_ENV,
+        "PAFKA_BROKER_AUTHORIZER": "acl",
+        "PAFKA_BROKER_ALLOW_EVERYONE_IF_NO_ACL_FOUND": "true",
+    }
+    with own_cluster(tmp_path_factory, "quota-acls", brokers=1, controllers=1, broker_env=env) as c:
+        _until(lambda: len(c.broker_ids()) == 1, timeout_s=60)
+        yield c
+
+
+def _cluster_acl(cluster: ClusterHandle, permission: str, operation: str) -> None:
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pafka.cli.main", "acls", "add", "--cluster",
+            f"--{permission}-principal", "User:ANONYMOUS", "--operation", operation,
+            "--zookeeper", cluster.zk_connect,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_quota_apis_need_the_cluster_config_operations(secured: ClusterHandle) -> None:
+    """As Kafka: AlterClientQuotas needs ALTER_CONFIGS on the cluster (refused per entity),
+    DescribeClientQuotas DESCRIBE_CONFIGS (refused as a whole). Once the cluster has an ACL,
+    allow.everyone.if.no.acl.found no longer lets the rest through."""
+    cluster_authorization_failed = 31
+    entity = [("client-id", f"cqacl-{uuid.uuid4().hex[:6]}")]
+    set_rate = [("producer_byte_rate", 1000.0, False)]
+    assert _alter(secured, entity, set_rate) == (0, None)
+    _cluster_acl(secured, "allow", "DescribeConfigs")
+    _until(lambda: _alter(secured, entity, set_rate)[0] == cluster_authorization_failed)
+    assert _entries(_describe(secured, [("client-id", 0, entity[0][1])]))
+    _cluster_acl(secured, "deny", "DescribeConfigs")
+    _until(lambda: _describe(secured, []).error_code == cluster_authorization_failed)
+    assert _describe(secured, []).entries is None

@@ -4,7 +4,8 @@ Any broker answers: quotas live in ``/config/users`` and ``/config/clients``
 (:mod:`pafka.admin.client_quotas`), and every broker follows their change notifications. A
 describe fails as a whole (a top-level error); an alteration succeeds or fails per entity, and
 ``validate_only`` checks everything and writes nothing. Default entities have a null name on the
-wire.
+wire. As Kafka, describing needs DESCRIBE_CONFIGS on the cluster and altering ALTER_CONFIGS
+(CLUSTER_AUTHORIZATION_FAILED for the whole describe, for each entity of an alteration).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 from pafka.admin import client_quotas as admin
 from pafka.errors import KafkaApiError, PafkaError, wire_error
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
 from pafka.security.quotas import DEFAULT
+from services.broker.handlers.authorization import require_cluster
 from services.broker.handlers.context import RequestContext
 
 
@@ -36,6 +39,7 @@ async def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> An
     cls = response_class(ctx.api_key, ctx.api_version)
     entry = cls.EntryData
     try:
+        require_cluster(ctx, Operation.DESCRIBE_CONFIGS)
         components = admin.parse_filter(
             (c.entity_type, int(c.match_type), c.match) for c in request.components
         )
@@ -60,6 +64,7 @@ async def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> An
 
 
 async def _alter_one(ctx: RequestContext, item: Any, validate_only: bool) -> None:
+    require_cluster(ctx, Operation.ALTER_CONFIGS)
     entity = admin.parse_entity((e.entity_type, e.entity_name) for e in item.entity)
     ops = [(op.key, None if op.remove else float(op.value)) for op in item.ops]
     zk = ctx.broker.zk

@@ -50,6 +50,23 @@ const toStderr = () => ({ namespace, level, log }) => {
   if (level <= logLevel.WARN) process.stderr.write(`${namespace}: ${JSON.stringify(log)}\n`);
 };
 
+// Optional `security`: {ssl: {ca, cert?, key?} (PEM paths), sasl: {mechanism, username,
+// password}} (kafkajs's names: plain, scram-sha-256, scram-sha-512).
+function securityOptions(security) {
+  if (!security) return {};
+  const out = {};
+  if (security.ssl) {
+    const fs = require("fs");
+    out.ssl = { ca: [fs.readFileSync(security.ssl.ca, "utf8")] };
+    if (security.ssl.cert) {
+      out.ssl.cert = fs.readFileSync(security.ssl.cert, "utf8");
+      out.ssl.key = fs.readFileSync(security.ssl.key, "utf8");
+    }
+  }
+  if (security.sasl) out.sasl = security.sasl;
+  return out;
+}
+
 function client(args) {
   return new Kafka({
     clientId: "pafka-compat",
@@ -57,6 +74,7 @@ function client(args) {
     logLevel: logLevel.WARN,
     logCreator: toStderr,
     retry: { retries: 8 },
+    ...securityOptions(args.security),
   });
 }
 
