@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -70,6 +70,21 @@ def _topic(cluster: ClusterHandle) -> str:
     name = f"quota-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(name, partitions=1, replication_factor=1)
     return name
+
+
+def _side_by_side(*runs: Callable[[], None]) -> None:
+    threads = [threading.Thread(target=run) for run in runs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+
+
+def _assert_held_to_quota(tally: Tally, until_s: float) -> None:
+    """The measured rate within the tolerance of the quota, throttles reported."""
+    measured = tally.rate(WARM_UP_S, until_s)
+    assert abs(measured - QUOTA) <= TOLERANCE * QUOTA, f"{measured:.0f} B/s against {QUOTA}"
+    assert tally.throttles_ms and max(tally.throttles_ms) > 0
 
 
 def _quota_series(cluster: ClusterHandle, broker_id: int, client_id: str) -> dict[str, float]:
@@ -136,21 +151,11 @@ def test_producer_is_held_to_its_byte_rate(quota_cluster: ClusterHandle) -> None
     until_s = WARM_UP_S + MEASURE_S
     limited_tally, free_tally = Tally(), Tally()
     free_pace = 2 * QUOTA
-    threads = [
-        threading.Thread(
-            target=_produce, args=(quota_cluster, topic, limited, limited_tally, until_s, 0)
-        ),
-        threading.Thread(
-            target=_produce, args=(quota_cluster, topic, free, free_tally, until_s, free_pace)
-        ),
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    measured = limited_tally.rate(WARM_UP_S, until_s)
-    assert abs(measured - QUOTA) <= TOLERANCE * QUOTA, f"{measured:.0f} B/s against {QUOTA}"
-    assert limited_tally.throttles_ms and max(limited_tally.throttles_ms) > 0
+    _side_by_side(
+        lambda: _produce(quota_cluster, topic, limited, limited_tally, until_s, 0),
+        lambda: _produce(quota_cluster, topic, free, free_tally, until_s, free_pace),
+    )
+    _assert_held_to_quota(limited_tally, until_s)
     # The client without a quota keeps its pace and hears of no throttle.
     assert free_tally.rate(WARM_UP_S, until_s) >= (1 - TOLERANCE) * free_pace
     assert not any(free_tally.throttles_ms)
@@ -206,26 +211,16 @@ def test_consumer_is_held_to_its_byte_rate(quota_cluster: ClusterHandle) -> None
     alter_quotas(quota_cluster.zk, (None, limited), [("consumer_byte_rate", float(QUOTA))], False)
     until_s = WARM_UP_S + MEASURE_S
     limited_tally, free_tally = Tally(), Tally()
-    threads = [
-        threading.Thread(
-            target=_consume,
-            args=(quota_cluster, topic, limited, limited_tally, until_s, count * MESSAGE),
-        ),
-        threading.Thread(
-            target=_consume, args=(quota_cluster, topic, free, free_tally, until_s, count * MESSAGE)
-        ),
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    measured = limited_tally.rate(WARM_UP_S, until_s)
-    assert abs(measured - QUOTA) <= TOLERANCE * QUOTA, f"{measured:.0f} B/s against {QUOTA}"
-    assert limited_tally.throttles_ms and max(limited_tally.throttles_ms) > 0
+    total = count * MESSAGE
+    _side_by_side(
+        lambda: _consume(quota_cluster, topic, limited, limited_tally, until_s, total),
+        lambda: _consume(quota_cluster, topic, free, free_tally, until_s, total),
+    )
+    _assert_held_to_quota(limited_tally, until_s)
     # The consumer without a quota reads everything, well above the other's quota, unthrottled.
-    assert sum(size for _, size in free_tally.events) == count * MESSAGE
+    assert sum(size for _, size in free_tally.events) == total
     free_elapsed = free_tally.events[-1][0]
-    assert count * MESSAGE / free_elapsed > 3 * QUOTA
+    assert total / free_elapsed > 3 * QUOTA
     assert not any(free_tally.throttles_ms)
 
 
