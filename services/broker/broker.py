@@ -44,7 +44,7 @@ from pafka.zk.znodes import (
     TopicZNode,
     entity_config_path,
 )
-from services.broker.authorizer import Authorizer
+from pafka.security.acl_authorizer import Authorizer
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher

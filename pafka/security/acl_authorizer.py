@@ -1,11 +1,12 @@
-"""The broker's ACL authorizer: every ACL in ZooKeeper, kept current by change notifications.
+"""The ACL authorizer of brokers and gateways: every ACL in ZooKeeper, kept current by change
+notifications, so a REST call and a Kafka request of one principal meet the same rules.
 
 At start every ACL node of both stores is read into an immutable :class:`AclSnapshot`; then
 the children of both change roots are watched (Kafka's ``ZkNodeChangeNotificationListener``):
 each notification newer than the last one processed names a resource whose node is re-read
 and replaces that resource's entries in a new snapshot, so a granted or revoked ACL applies on
 every broker within a watch's round trip. Notifications older than 15 minutes are deleted, by
-whichever broker sees them first, as Kafka purges them. A node that does not decode is logged
+whichever broker sees them first, as Kafka purges them (gateways only read). A node that does not decode is logged
 and its resource left without ACLs: it neither crashes the broker nor grants anything beyond
 what ``allow.everyone.if.no.acl.found`` grants to a resource without ACLs.
 
@@ -73,8 +74,11 @@ def _read_one(zk: KazooClient, pattern: ResourcePattern) -> frozenset[AccessCont
 
 
 class Authorizer:
-    def __init__(self, zk: ZkClient, enabled: bool, config: AuthorizerConfig) -> None:
+    def __init__(
+        self, zk: ZkClient, enabled: bool, config: AuthorizerConfig, *, purge: bool = True
+    ) -> None:
         self.zk = zk
+        self._purge = purge
         self.enabled = enabled
         self.config = config
         self.snapshot = AclSnapshot()
@@ -187,7 +191,7 @@ class Authorizer:
                 pattern.pattern_type.name,
                 len(entries),
             )
-        if expired:
+        if expired and self._purge:
             await self.zk.run(_purge, self.zk.kazoo, expired)
 
 
