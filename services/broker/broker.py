@@ -31,6 +31,7 @@ from pafka.control import messages as control
 from pafka.control.secret import bearer_headers
 from pafka.errors import CoordinationError, PafkaError
 from pafka.httpserver import EmbeddedServer, start_http
+from pafka.security.acl_authorizer import Authorizer
 from pafka.security.quotas import RateConfig
 from pafka.storage.log_cleaner import LogCleaner
 from pafka.storage.log_manager import LogManager
@@ -44,7 +45,6 @@ from pafka.zk.znodes import (
     TopicZNode,
     entity_config_path,
 )
-from pafka.security.acl_authorizer import Authorizer
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
