@@ -6,9 +6,10 @@ the children of both change roots are watched (Kafka's ``ZkNodeChangeNotificatio
 each notification newer than the last one processed names a resource whose node is re-read
 and replaces that resource's entries in a new snapshot, so a granted or revoked ACL applies on
 every broker within a watch's round trip. Notifications older than 15 minutes are deleted, by
-whichever broker sees them first, as Kafka purges them (gateways only read). A node that does not decode is logged
-and its resource left without ACLs: it neither crashes the broker nor grants anything beyond
-what ``allow.everyone.if.no.acl.found`` grants to a resource without ACLs.
+whichever broker sees them first, as Kafka purges them (gateways only read). A node that does
+not decode is logged and its resource left without ACLs: it neither crashes the service nor
+grants anything beyond what ``allow.everyone.if.no.acl.found`` grants to a resource without
+ACLs.
 
 Decisions are :func:`pafka.security.authorization.authorize`'s, on the snapshot current when
 the request is checked; without an authorizer configured everything is allowed.
