@@ -15,6 +15,8 @@ from typing import Any
 
 import uvicorn
 
+from pafka.security.tls import ReloadingContext
+
 
 class EmbeddedServer(uvicorn.Server):
     @contextlib.contextmanager
@@ -22,20 +24,26 @@ class EmbeddedServer(uvicorn.Server):
         yield
 
 
-async def start_http(app: Any, host: str, port: int) -> tuple[EmbeddedServer, asyncio.Task[None]]:
+async def start_http(
+    app: Any, host: str, port: int, *, tls: ReloadingContext | None = None
+) -> tuple[EmbeddedServer, asyncio.Task[None]]:
     """Start serving and return once the port is bound; a port that cannot be bound raises
-    OSError here."""
-    server = EmbeddedServer(
-        uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            http="auto",  # httptools when installed
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-        )
+    OSError here. With ``tls`` the port serves HTTPS from its (reloading) context."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http="auto",  # httptools when installed
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
     )
+    config.load()
+    if tls is not None:
+        # uvicorn would build a context of its own from file names, which could not be
+        # renewed underneath it; the service's context is.
+        config.ssl = tls.context
+    server = EmbeddedServer(config)
     # Bound here, so that a taken port raises OSError in the caller (and the service exits):
     # uvicorn answers a failed bind with SystemExit inside its task, which the service's loop
     # may never see, leaving it running without its HTTP port.

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from pafka.cli import (
+    acls,
     bench,
     clients,
     cluster,
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     clients.register(sub)
     groups.register(sub)
     configs.register(sub)
+    acls.register(sub)
     leaders.register(sub)
     users.register(sub)
     bench.register(sub)

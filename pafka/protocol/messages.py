@@ -103,6 +103,9 @@ BELOW_SPEC_VERSIONS: dict[int, range] = {
     ApiKey.DESCRIBE_CONFIGS: range(0, 1),
     35: range(0, 1),  # DescribeLogDirs
     ApiKey.WRITE_TXN_MARKERS: range(0, 1),
+    ApiKey.DESCRIBE_ACLS: range(0, 1),
+    ApiKey.CREATE_ACLS: range(0, 1),
+    ApiKey.DELETE_ACLS: range(0, 1),
 }
 
 _REQUESTS: dict[ApiKey, Any] = {

@@ -13,6 +13,7 @@ set (removing a CA needs a restart).
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import os
@@ -174,3 +175,10 @@ def principal_of(peercert: dict[str, Any] | None) -> KafkaPrincipal:
     if not peercert or not peercert.get("subject"):
         return ANONYMOUS
     return KafkaPrincipal.user(subject_name(peercert))
+
+
+async def reload_forever(tls: ReloadingContext, interval_ms: int) -> None:
+    """Check the files every ``interval_ms`` for as long as the service runs."""
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        tls.reload_if_changed()

@@ -43,6 +43,7 @@ from pafka.zk.znodes import (
     TopicZNode,
     entity_config_path,
 )
+from services.broker.authorizer import Authorizer
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
@@ -156,6 +157,7 @@ class Broker:
             on_outcome=self.metrics.count_authentication,
         )
         self.listeners: OpenListeners | None = None
+        self.authorizer = Authorizer(self.zk, settings.authorizer == "acl", settings.acl)
         self.dispatcher = Dispatcher(self)
         self.kafka = KafkaServer(
             self.dispatcher.handle_frame,
@@ -211,6 +213,7 @@ class Broker:
         got = await self.zk.get(ClusterIdZNode.path())
         self.cluster_id = ClusterIdZNode.decode(got[0]).id if got else None
         self.dynamic.watch(self.zk)
+        await self.authorizer.start()  # before serving: no request is checked against no ACLs
         await self._start_http()
         self.listeners = await open_listeners(
             self.kafka, self.settings.listeners, self.settings.advertised_host

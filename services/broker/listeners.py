@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, field, replace
 
 from pafka.security.listeners import Endpoint, advertise
-from pafka.security.tls import ReloadingContext
+from pafka.security.tls import ReloadingContext, reload_forever
 from services.broker.listener_settings import ListenerSettings
 from services.broker.server import KafkaServer
 
@@ -51,7 +51,7 @@ async def open_listeners(
     advertised = advertise(bound, _with_bound_ports(settings.advertised, bound), advertised_host)
     opened = OpenListeners(tuple(bound), advertised, tls)
     if tls is not None:
-        opened._reloader = asyncio.create_task(_reload_loop(tls, settings.tls_reload_interval_ms))
+        opened._reloader = asyncio.create_task(reload_forever(tls, settings.tls_reload_interval_ms))
     return opened
 
 
@@ -62,9 +62,3 @@ def _with_bound_ports(advertised: tuple[Endpoint, ...], bound: list[Endpoint]) -
     return [
         replace(e, port=ports.get(e.listener, e.port)) if e.port == 0 else e for e in advertised
     ]
-
-
-async def _reload_loop(tls: ReloadingContext, interval_ms: int) -> None:
-    while True:
-        await asyncio.sleep(interval_ms / 1000)
-        tls.reload_if_changed()

@@ -10,6 +10,7 @@ from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
 from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity, read_client_security
+from pafka.security.tls import ClientAuth, TlsFiles
 from pafka.zk.security import ZkSecurity, read_zk_security
 
 PREFIX = "PAFKA_GATEWAY_"
@@ -46,6 +47,11 @@ class GatewaySettings:
     # How the gateway's Kafka connections are secured (SECURITY_PROTOCOL, SSL_*, SASL_*,
     # LISTENER), as any Kafka client's.
     kafka_security: ClientSecurity = PLAINTEXT_CLIENT
+    # HTTPS on the REST port (HTTPS_CERTFILE, HTTPS_KEYFILE; HTTPS_CAFILE and
+    # HTTPS_CLIENT_AUTH for client certificates); none: plain HTTP.
+    https: TlsFiles | None = None
+    https_client_auth: ClientAuth = ClientAuth.NONE
+    https_reload_interval_ms: int = 60_000
 
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
         found = []
@@ -87,6 +93,16 @@ class GatewaySettings:
             network=read_deadlines(env),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
             kafka_security=read_client_security(env),
+            https=TlsFiles(
+                certfile=certfile,
+                keyfile=env.raw("HTTPS_KEYFILE"),
+                cafile=env.raw("HTTPS_CAFILE"),
+                key_password=env.raw("HTTPS_KEY_PASSWORD"),
+            )
+            if (certfile := env.raw("HTTPS_CERTFILE"))
+            else None,
+            https_client_auth=ClientAuth.parse(env.text("HTTPS_CLIENT_AUTH", "none")),
+            https_reload_interval_ms=env.integer("HTTPS_RELOAD_INTERVAL_MS", 60_000, minimum=100),
         )
         settings.bootstrap_addresses()
         return settings

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -498,3 +499,65 @@ def test_kafkajs_with_a_wrong_password_is_refused(secure: SecureCluster) -> None
         node_driver().run(
             "metadata", bootstrap=secure.bootstrap("SASL_SSL"), security=security, timeout_s=120
         )
+
+
+def test_gateway_serves_https_and_reaches_brokers_over_sasl_ssl(
+    secure: SecureCluster, tmp_path: Path
+) -> None:
+    """The gateway as a client of a SASL_SSL-only path (brokers found in ZooKeeper, its
+    listener picked by protocol) and as an HTTPS server with a certificate of its own CA."""
+    import httpx
+
+    server = secure.ca.issue("gateway", "/CN=localhost", server=True)
+    port = free_port()
+    env = {
+        **os.environ,
+        "PAFKA_GATEWAY_ZOOKEEPER": secure.zk_connect,
+        "PAFKA_GATEWAY_HOST": "127.0.0.1",
+        "PAFKA_GATEWAY_PORT": str(port),
+        "PAFKA_GATEWAY_SECURITY_PROTOCOL": "SASL_SSL",
+        "PAFKA_GATEWAY_SSL_CAFILE": str(secure.ca.ca.cert),
+        "PAFKA_GATEWAY_SASL_MECHANISM": "SCRAM-SHA-512",
+        "PAFKA_GATEWAY_SASL_USERNAME": "alice",
+        "PAFKA_GATEWAY_SASL_PASSWORD": PASSWORDS["alice"],
+        "PAFKA_GATEWAY_HTTPS_CERTFILE": str(server.cert),
+        "PAFKA_GATEWAY_HTTPS_KEYFILE": str(server.key),
+    }
+    log = (tmp_path / "gateway.log").open("wb")
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "pafka.cli.main", "gateway"], env=env, stdout=log, stderr=log
+    )
+    base = f"https://127.0.0.1:{port}"
+    try:
+        with httpx.Client(verify=str(secure.ca.ca.cert), timeout=30) as http:
+            deadline = time.monotonic() + 60
+            while True:
+                assert gateway.poll() is None, (tmp_path / "gateway.log").read_text()
+                try:
+                    if http.get(f"{base}/readyz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, (tmp_path / "gateway.log").read_text()
+                time.sleep(0.2)
+            topic = _topic(secure, "SASL_SSL")
+            body = {"records": [{"value": "over https"}]}
+            produced = http.post(
+                f"{base}/topics/{topic}/partitions/0",
+                json=body,
+                headers={"Content-Type": "application/vnd.kafka.json.v2+json"},
+            )
+            assert produced.status_code == 200, produced.text
+            read = http.get(
+                f"{base}/topics/{topic}/partitions/0/records",
+                params={"offset": 0, "max_records": 1},
+                headers={"Accept": "application/vnd.kafka.json.v2+json"},
+            )
+            assert read.status_code == 200, read.text
+            assert [r["value"] for r in read.json()["records"]] == ["over https"]
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{base}/readyz", timeout=10)  # the system's CAs do not know ours
+    finally:
+        gateway.terminate()
+        gateway.wait(30)
+        log.close()

@@ -53,7 +53,8 @@ def test_a_fetch_over_many_partitions_pins_at_most_the_cap_of_descriptors() -> N
         scratch.flush()
         partition = _Partition(scratch.fileno())
         broker: Any = SimpleNamespace(
-            replicas=SimpleNamespace(leader_partition=lambda *_: partition)
+            replicas=SimpleNamespace(leader_partition=lambda *_: partition),
+            authorizer=SimpleNamespace(enabled=False),
         )
         ctx: Any = SimpleNamespace(broker=broker, api_version=12)  # a v2 client: no conversion
         wanted = [PartitionFetch("t", p, 0, 1 << 20) for p in range(partitions)]

@@ -56,6 +56,9 @@ REFERENCES: list[tuple[Any, Any]] = [
     (old_admin.DescribeConfigsRequest_v0, old_admin.DescribeConfigsResponse_v0),
     (old_epoch.OffsetForLeaderEpochRequest_v0, old_epoch.OffsetForLeaderEpochResponse_v0),
     (old_epoch.OffsetForLeaderEpochRequest_v1, old_epoch.OffsetForLeaderEpochResponse_v1),
+    (old_admin.DescribeAclsRequest_v0, old_admin.DescribeAclsResponse_v0),
+    (old_admin.CreateAclsRequest_v0, old_admin.CreateAclsResponse_v0),
+    (old_admin.DeleteAclsRequest_v0, old_admin.DeleteAclsResponse_v0),
 ]
 DESCRIBE_LOG_DIRS = 35
 WRITE_TXN_MARKERS = 27

@@ -6,6 +6,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pafka.protocol.messages import ApiKey
+from services.broker.handlers.acls import (
+    handle_create_acls,
+    handle_delete_acls,
+    handle_describe_acls,
+)
 from services.broker.handlers.admin import (
     handle_create_partitions,
     handle_create_topics,
@@ -96,4 +101,7 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
+    ApiKey.DESCRIBE_ACLS: handle_describe_acls,
+    ApiKey.CREATE_ACLS: handle_create_acls,
+    ApiKey.DELETE_ACLS: handle_delete_acls,
 }

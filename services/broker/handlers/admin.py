@@ -27,6 +27,12 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import (
+    cluster_allowed,
+    require_cluster,
+    require_topic,
+)
 from services.broker.handlers.context import RequestContext
 
 TOPIC_RESOURCE = 2
@@ -62,6 +68,8 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
     result_cls = cls.CreatableTopicResult
     results = []
     named = Counter(t.name for t in request.topics)
+    # CREATE on the cluster creates any topic; without it, CREATE on each topic (Kafka 2.8).
+    cluster_create = cluster_allowed(ctx, Operation.CREATE)
     for t in request.topics:
         partitions = (
             t.num_partitions if t.num_partitions > 0 else broker.settings.default_partitions
@@ -74,6 +82,8 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
         configs = {c.name: c.value for c in t.configs if c.value is not None}
         manual = {a.partition_index: tuple(a.broker_ids) for a in t.assignments} or None
         try:
+            if not cluster_create:
+                require_topic(ctx, Operation.CREATE, t.name)
             if named[t.name] > 1:
                 # Kafka refuses every entry of a name given twice and creates none of them.
                 raise InvalidRequestError("found multiple entries for this topic")
@@ -124,6 +134,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
         try:
             if name is None:
                 raise UnknownTopicOrPartitionError("unknown topic id")
+            require_topic(ctx, Operation.DELETE, name)
             if not broker.settings.delete_topic_enable:
                 # TOPIC_DELETION_DISABLED came with v3; older clients get INVALID_REQUEST.
                 if ctx.api_version < 3:
@@ -146,6 +157,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
     results = []
     for t in request.topics:
         try:
+            require_topic(ctx, Operation.ALTER, t.name)
             new_replicas = None
             if t.assignments is not None:
                 new_replicas = [tuple(a.broker_ids) for a in t.assignments]
@@ -177,10 +189,12 @@ async def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
         keys = set(res.configuration_keys) if res.configuration_keys is not None else None
         try:
             if res.resource_type == TOPIC_RESOURCE:
+                require_topic(ctx, Operation.DESCRIBE_CONFIGS, res.resource_name)
                 overrides = await broker.topic_overrides(res.resource_name)
                 config = await broker.topic_config(res.resource_name)
                 entries = describe(config, overrides)
             elif res.resource_type == BROKER_RESOURCE:
+                require_cluster(ctx, Operation.DESCRIBE_CONFIGS)
                 entries = broker.describe_broker_config()
             else:
                 raise InvalidRequestError(f"resource type {res.resource_type} is not supported")

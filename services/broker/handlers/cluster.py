@@ -1,9 +1,9 @@
 """DescribeCluster: the live brokers, the controller clients should address, the cluster id.
 
 The controller id is this broker's own, as in Metadata: clients send controller-bound admin
-requests to it and any broker serves them. pafka has no authorizer, so a client asking for the
-cluster's authorized operations is granted every operation Kafka defines on the cluster
-resource, as Kafka answers without an authorizer.
+requests to it and any broker serves them. A client asking for the cluster's
+authorized operations is told those of Kafka's cluster operations the authorizer grants it
+(all of them without an authorizer, as Kafka answers).
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from pafka.protocol.messages import response_class
+from pafka.security.acls import CLUSTER_NAME, ResourceType
+from services.broker.handlers.authorization import authorized_operations
 from services.broker.handlers.context import RequestContext
-
-# AclOperation codes valid on the cluster resource: CREATE, ALTER, DESCRIBE, CLUSTER_ACTION,
-# DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE.
-CLUSTER_OPERATIONS = frozenset({5, 7, 8, 9, 10, 11, 12})
 
 
 async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
@@ -26,7 +24,9 @@ async def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
         for b in sorted(broker.metadata.brokers.values(), key=lambda b: b.id)
         if (address := b.address(ctx.listener)) is not None
     ]
-    operations = set(CLUSTER_OPERATIONS) if request.include_cluster_authorized_operations else None
+    operations = None
+    if request.include_cluster_authorized_operations:
+        operations = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return cls(
         throttle_time_ms=0,
         error_code=0,

@@ -18,12 +18,19 @@ from pafka.errors import (
     CoordinatorNotAvailableError,
     KafkaApiError,
     PafkaError,
+    TopicAuthorizationFailedError,
     UnstableOffsetCommitError,
 )
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
 from services.broker.groups.offsets import OffsetToCommit
 from services.broker.groups.txn_offsets import txn_commit, unstable_partitions
+from services.broker.handlers.authorization import (
+    allowed_topics,
+    require_group,
+    require_transactional_id,
+)
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.groups import error_code
 
@@ -55,8 +62,10 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 if ctx.api_version == TIMESTAMPED_VERSION
                 else -1,
             )
+    wanted, denied = _readable(ctx, wanted)
     outcome: Outcome
     try:
+        require_group(ctx, Operation.READ, request.group_id)
         validate_group_id(request.group_id)
         if ctx.api_version == ZOOKEEPER_VERSION:
             outcome = await ctx.broker.group_offsets.commit_v0(request.group_id, wanted)
@@ -70,8 +79,23 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             )
     except PafkaError as exc:
         outcome = exc
+    if not isinstance(outcome, PafkaError):
+        outcome = {**outcome, **denied}
     topics = _commit_topics(ctx, request, outcome, topic_cls, part_cls, error_code)
     return cls(throttle_time_ms=0, topics=topics)
+
+
+def _readable(
+    ctx: RequestContext, wanted: dict[TopicPartition, OffsetToCommit]
+) -> tuple[dict[TopicPartition, OffsetToCommit], dict[TopicPartition, KafkaApiError | None]]:
+    """The commits of topics the caller may READ, and the others' TOPIC_AUTHORIZATION_FAILED."""
+    readable = allowed_topics(ctx, Operation.READ, (t for t, _ in wanted))
+    denied: dict[TopicPartition, KafkaApiError | None] = {
+        tp: TopicAuthorizationFailedError(f"not authorized to read {tp[0]}")
+        for tp in wanted
+        if tp[0] not in readable
+    }
+    return {tp: o for tp, o in wanted.items() if tp not in denied}, denied
 
 
 def _commit_topics(
@@ -101,10 +125,16 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
     topic_cls = cls.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     requested: list[TopicPartition] | None = None
+    denied: list[TopicPartition] = []
     if request.topics is not None:
         requested = [(t.name, p) for t in request.topics for p in t.partition_indexes]
+        describable = allowed_topics(ctx, Operation.DESCRIBE, (t for t, _ in requested))
+        denied = [tp for tp in requested if tp[0] not in describable]
     try:
+        require_group(ctx, Operation.DESCRIBE, request.group_id)
         validate_group_id(request.group_id)
+        if requested is not None:
+            requested = [tp for tp in requested if tp not in denied]
         if ctx.api_version == ZOOKEEPER_VERSION:
             found = await ctx.broker.group_offsets.fetch_v0(request.group_id, requested or [])
         else:
@@ -114,38 +144,27 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             unstable = await unstable_partitions(ctx.broker.groups, request.group_id, found)
     except PafkaError as exc:
         code = ctx.error(error_code(exc))
-        # Before v2 there is no top-level error: report it on every partition.
+        # Before v2 there is no top-level error: report it on every partition asked for.
+        asked = [*(requested or []), *denied]
         topics = [
             topic_cls(
                 name=t,
-                partitions=[
-                    part_cls(
-                        partition_index=p,
-                        committed_offset=NO_OFFSET,
-                        committed_leader_epoch=NO_EPOCH,
-                        metadata="",
-                        error_code=code,
-                    )
-                    for tt, p in requested or []
-                    if tt == t
-                ],
+                partitions=[_fetch_error(part_cls, p, code) for tt, p in asked if tt == t],
             )
-            for t in sorted({t for t, _ in requested or []})
+            for t in sorted({t for t, _ in asked})
         ]
         return cls(throttle_time_ms=0, topics=topics, error_code=code)
     by_topic: dict[str, list[Any]] = {}
+    if requested is None:  # all of the group's offsets: those of hidden topics left out
+        describable = allowed_topics(ctx, Operation.DESCRIBE, (t for t, _ in found))
+        found = {tp: node for tp, node in found.items() if tp[0] in describable}
+    for topic, partition in denied:
+        code = ctx.error(TopicAuthorizationFailedError.code)
+        by_topic.setdefault(topic, []).append(_fetch_error(part_cls, partition, code))
     for (topic, partition), node in found.items():
         if (topic, partition) in unstable:
             code = ctx.error(UnstableOffsetCommitError.code)
-            by_topic.setdefault(topic, []).append(
-                part_cls(
-                    partition_index=partition,
-                    committed_offset=NO_OFFSET,
-                    committed_leader_epoch=NO_EPOCH,
-                    metadata="",
-                    error_code=code,
-                )
-            )
+            by_topic.setdefault(topic, []).append(_fetch_error(part_cls, partition, code))
             continue
         by_topic.setdefault(topic, []).append(
             part_cls(
@@ -158,6 +177,17 @@ async def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         )
     topics = [topic_cls(name=t, partitions=parts) for t, parts in by_topic.items()]
     return cls(throttle_time_ms=0, topics=topics, error_code=0)
+
+
+def _fetch_error(part_cls: Any, partition: int, code: int) -> Any:
+    """An OffsetFetch partition answered with an error instead of its offset."""
+    return part_cls(
+        partition_index=partition,
+        committed_offset=NO_OFFSET,
+        committed_leader_epoch=NO_EPOCH,
+        metadata="",
+        error_code=code,
+    )
 
 
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
@@ -176,8 +206,11 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     member: tuple[str, str | None, int] = ("", None, -1)
     if ctx.api_version >= TXN_MEMBER_VERSION:
         member = (request.member_id or "", request.group_instance_id, int(request.generation_id))
+    wanted, denied = _readable(ctx, wanted)
     outcome: Outcome
     try:
+        require_transactional_id(ctx, Operation.WRITE, request.transactional_id)
+        require_group(ctx, Operation.READ, request.group_id)
         validate_group_id(request.group_id)
         outcome = await txn_commit(
             ctx.broker.group_offsets,
@@ -189,6 +222,8 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         )
     except PafkaError as exc:
         outcome = exc
+    if not isinstance(outcome, PafkaError):
+        outcome = {**outcome, **denied}
 
     def txn_code(err: PafkaError) -> int:
         code = error_code(err)

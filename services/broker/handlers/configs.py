@@ -19,6 +19,8 @@ from pafka.cluster.config_ops import ConfigOp, apply_incremental, replace_all
 from pafka.cluster.topic_config import SCHEMA, TYPE_LIST, TopicConfig, config_value
 from pafka.errors import InvalidRequestError, PafkaError
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import require_cluster, require_topic
 from services.broker.handlers.context import RequestContext
 
 TOPIC_RESOURCE = 2
@@ -30,10 +32,12 @@ _TOPIC_DEFAULTS = {k: config_value(TopicConfig(), k) for k in TOPIC_LIST_KEYS}
 async def _alter(ctx: RequestContext, res: Any, change: admin.Change, validate_only: bool) -> None:
     broker = ctx.broker
     if res.resource_type == TOPIC_RESOURCE:
+        require_topic(ctx, Operation.ALTER_CONFIGS, res.resource_name)
         await broker.zk.run(
             admin.alter_topic, broker.zk.kazoo, res.resource_name, change, validate_only
         )
     elif res.resource_type == BROKER_RESOURCE:
+        require_cluster(ctx, Operation.ALTER_CONFIGS)
         broker_id = broker_config.validate_entity(res.resource_name, broker.settings.broker_id)
         entity = broker_config.DEFAULT_ENTITY if broker_id is None else str(broker_id)
         await broker.zk.run(admin.alter_broker, broker.zk.kazoo, entity, change, validate_only)

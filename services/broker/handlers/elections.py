@@ -18,7 +18,9 @@ from pafka.errors import (
     wire_error,
 )
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
 from services.broker.controller_link import call_controller
+from services.broker.handlers.authorization import require_cluster
 from services.broker.handlers.context import RequestContext
 
 Result = tuple[str, int, int, str | None]
@@ -34,6 +36,7 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
     top_error = 0
     results: list[Result]
     try:
+        require_cluster(ctx, Operation.ALTER)
         if kind not in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
             raise InvalidRequestError(f"unknown election type {kind}")
         answer = await call_controller(

@@ -10,13 +10,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pafka.errors import KafkaApiError, PafkaError, UnknownServerError, wire_error
+from pafka.errors import (
+    KafkaApiError,
+    PafkaError,
+    TopicAuthorizationFailedError,
+    UnknownServerError,
+    wire_error,
+)
 from pafka.protocol.fetch_codec import (
     SEPARATE_RECORDS_BYTES,
     FetchableTopicResponse,
     PartitionData,
 )
+from pafka.security.acls import Operation
 from pafka.storage.region import FileRegion
+from services.broker.handlers.authorization import cluster_allowed, require_topic
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.conversion import (
     FIRST_V2_FETCH_VERSION,
@@ -79,6 +87,13 @@ def _read_one(
     read_committed: bool,
 ) -> ReadResult:
     broker = ctx.broker
+    if broker.authorizer.enabled:
+        # Followers need CLUSTER_ACTION (refused per partition as TOPIC_AUTHORIZATION_FAILED,
+        # as Kafka does); consumers READ on the topic.
+        if replica_id >= 0 and not cluster_allowed(ctx, Operation.CLUSTER_ACTION):
+            raise TopicAuthorizationFailedError("a replica fetch needs CLUSTER_ACTION")
+        if replica_id < 0:
+            require_topic(ctx, Operation.READ, item.topic)
     partition = broker.replicas.leader_partition(item.topic, item.index)
     min_region_bytes = SEPARATE_RECORDS_BYTES if as_region else None
     if replica_id < 0:

@@ -21,9 +21,17 @@ from pafka.groups import zk_coordinated
 from pafka.groups.state import GroupState
 from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation, ResourceType
 from pafka.transactions.ids import validate_transactional_id
 from services.broker.groups.admission import JoinRequest
 from services.broker.groups.runtime import GroupRuntime
+from services.broker.handlers.authorization import (
+    authorized_operations,
+    cluster_allowed,
+    group_allowed,
+    require_group,
+    require_transactional_id,
+)
 from services.broker.handlers.context import RequestContext
 
 GROUP_KEY_TYPE = 0
@@ -50,10 +58,12 @@ async def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
     for key in keys:
         try:
             if key_type == TRANSACTION_KEY_TYPE:
+                require_transactional_id(ctx, Operation.DESCRIBE, key)
                 info = await ctx.broker.transactions.find(validate_transactional_id(key))
             elif key_type != GROUP_KEY_TYPE:
                 raise InvalidRequestError(f"unknown coordinator key type {key_type}")
             else:
+                require_group(ctx, Operation.DESCRIBE, key)
                 validate_group_id(key)
                 info = await ctx.broker.groups.find(key)
             address = info.address(ctx.listener)
@@ -85,6 +95,7 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     member_id = request.member_id or ""
     try:
+        require_group(ctx, Operation.READ, request.group_id)
         validate_group_id(request.group_id)
         session_ms = int(request.session_timeout_ms)
         join = JoinRequest(
@@ -138,6 +149,7 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
     protocol_type = getattr(request, "protocol_type", None)
     protocol = getattr(request, "protocol_name", None)
     try:
+        require_group(ctx, Operation.READ, request.group_id)
         validate_group_id(request.group_id)
         assignment = await ctx.broker.group_protocol.sync(
             request.group_id,
@@ -164,6 +176,7 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
 async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     try:
+        require_group(ctx, Operation.READ, request.group_id)
         validate_group_id(request.group_id)
         await ctx.broker.group_protocol.heartbeat(
             request.group_id,
@@ -184,6 +197,7 @@ async def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
     else:
         leaving = [(request.member_id, None)]
     try:
+        require_group(ctx, Operation.READ, request.group_id)
         validate_group_id(request.group_id)
         outcomes = await ctx.broker.group_protocol.leave(request.group_id, leaving)
     except PafkaError as exc:
@@ -206,7 +220,11 @@ async def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     except PafkaError as exc:
         return cls(throttle_time_ms=0, error_code=ctx.error(error_code(exc)), groups=[])
     listed: list[tuple[str, str, str]] = []
+    # DESCRIBE on the cluster lists every group; otherwise only those the caller may DESCRIBE.
+    every = cluster_allowed(ctx, Operation.DESCRIBE)
     for rt in held:
+        if not every and not group_allowed(ctx, Operation.DESCRIBE, rt.group_id):
+            continue
         protocol_type, state = rt.meta.protocol_type or "consumer", rt.meta.state.value
         if not rt.meta.members:
             try:
@@ -228,6 +246,7 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     described = []
     for group in request.groups:
         try:
+            require_group(ctx, Operation.DESCRIBE, group)
             validate_group_id(group)
             rt = await ctx.broker.groups.group(group, create=False)
             consumers = (
@@ -251,7 +270,10 @@ async def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
         if consumers:
             described.append(_described_zk_coordinated(cls, group, consumers))
             continue
-        described.append(_described(cls, group, rt))
+        entry = _described(cls, group, rt)
+        if getattr(request, "include_authorized_operations", False):
+            entry.authorized_operations = authorized_operations(ctx, ResourceType.GROUP, group)
+        described.append(entry)
     return cls(throttle_time_ms=0, groups=described)
 
 
@@ -318,6 +340,7 @@ async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
     results = []
     for group in request.groups_names:
         try:
+            require_group(ctx, Operation.DELETE, group)
             validate_group_id(group)
             await ctx.broker.groups.delete(group)
             code = 0

@@ -8,7 +8,9 @@ from typing import Any
 
 from pafka.errors import PafkaError
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
 from pafka.storage import legacy_offsets
+from services.broker.handlers.authorization import require_topic
 from services.broker.handlers.context import RequestContext
 
 
@@ -23,6 +25,7 @@ async def handle_list_offsets_v0(ctx: RequestContext, request: Any) -> Any:
         parts = []
         for p in t.partitions:
             try:
+                require_topic(ctx, Operation.DESCRIBE, t.name)
                 partition = ctx.broker.replicas.leader_partition(t.name, p.partition_index)
                 log = partition.log
                 offsets = legacy_offsets.offsets_before(

@@ -11,6 +11,8 @@ from typing import Any
 
 from pafka.errors import PafkaError
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import cluster_allowed
 from services.broker.handlers.context import RequestContext
 
 
@@ -19,6 +21,9 @@ async def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     result_cls = cls.DescribeLogDirsResult
     topic_cls = result_cls.DescribeLogDirsTopic
+    if not cluster_allowed(ctx, Operation.DESCRIBE):
+        # Kafka 2.8 answers a caller without DESCRIBE on the cluster with no log dirs.
+        return cls(throttle_time_ms=0, results=[])
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}

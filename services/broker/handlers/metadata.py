@@ -10,10 +10,19 @@ from pafka.errors import (
     InvalidTopicError,
     LeaderNotAvailableError,
     PafkaError,
+    TopicAuthorizationFailedError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from pafka.protocol.messages import response_class
+from pafka.security.acls import CLUSTER_NAME, Operation, ResourceType
+from services.broker.handlers.authorization import (
+    allowed_topics,
+    authorized_operations,
+    cluster_allowed,
+    require_topic,
+    topic_allowed,
+)
 from services.broker.handlers.context import RequestContext
 
 NULL_UUID = uuid.UUID(int=0)
@@ -31,7 +40,9 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     ]
     requested = request.topics
     if requested is None or (ctx.api_version == 0 and not requested):
-        names: list[str | None] = list(sorted(cache.topics))
+        # All topics: those the caller may not DESCRIBE are left out, not refused (as Kafka).
+        visible = allowed_topics(ctx, Operation.DESCRIBE, cache.topics)
+        names: list[str | None] = list(sorted(visible))
         ids: list[uuid.UUID | None] = [None] * len(names)
     else:
         names = [getattr(t, "name", None) for t in requested]
@@ -40,6 +51,7 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     allow_create = broker.settings.auto_create_topics and (
         ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
     )
+    with_operations = bool(getattr(request, "include_topic_authorized_operations", False))
     topics = []
     for name, topic_id in zip(names, ids, strict=True):
         if name is None and topic_id not in (None, NULL_UUID):
@@ -50,19 +62,24 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
                 continue
         assert name is not None
         try:
+            if requested is not None:
+                require_topic(ctx, Operation.DESCRIBE, name)
             validate_topic_name(name)
-        except InvalidTopicError as exc:
+        except (InvalidTopicError, TopicAuthorizationFailedError) as exc:
             topics.append(_topic_error(ctx, cls, name, None, exc))
             continue
         if name not in cache.topics:
-            error = (
-                await broker.auto_topics.create(name)
-                if allow_create
-                else UnknownTopicOrPartitionError()
-            )
+            error: PafkaError = UnknownTopicOrPartitionError()
+            if allow_create and not _may_create(ctx, name):
+                error = TopicAuthorizationFailedError(f"not authorized to create topic {name}")
+            elif allow_create:
+                error = await broker.auto_topics.create(name)
             topics.append(_topic_error(ctx, cls, name, None, error))
             continue
-        topics.append(_topic(cls, ctx, name))
+        topics.append(_topic(cls, ctx, name, with_operations))
+    cluster_operations = None
+    if getattr(request, "include_cluster_authorized_operations", False):
+        cluster_operations = authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
     return cls(
         throttle_time_ms=0,
         brokers=brokers,
@@ -73,7 +90,13 @@ async def handle_metadata(ctx: RequestContext, request: Any) -> Any:
         # service's own id is no broker's.
         controller_id=broker.settings.broker_id,
         topics=topics,
+        authorized_operations=cluster_operations,
     )
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """Auto-creation needs CREATE on the cluster or on the topic (Kafka 2.8)."""
+    return cluster_allowed(ctx, Operation.CREATE) or topic_allowed(ctx, Operation.CREATE, name)
 
 
 def _topic_error(
@@ -84,7 +107,7 @@ def _topic_error(
     )
 
 
-def _topic(cls: Any, ctx: RequestContext, name: str) -> Any:
+def _topic(cls: Any, ctx: RequestContext, name: str, with_operations: bool) -> Any:
     cache = ctx.broker.metadata
     live = cache.brokers
     partitions = []
@@ -108,4 +131,7 @@ def _topic(cls: Any, ctx: RequestContext, name: str) -> Any:
         topic_id=cache.topic_ids.get(name, NULL_UUID),
         is_internal=False,
         partitions=partitions,
+        authorized_operations=(
+            authorized_operations(ctx, ResourceType.TOPIC, name) if with_operations else None
+        ),
     )

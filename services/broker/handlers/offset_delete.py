@@ -5,10 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from pafka.cluster.names import validate_group_id
-from pafka.errors import KafkaApiError, PafkaError, UnknownTopicOrPartitionError
+from pafka.errors import (
+    KafkaApiError,
+    PafkaError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
 from services.broker.groups.offset_deletion import delete_offsets
+from services.broker.handlers.authorization import allowed_topics, require_group
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.groups import error_code
 
@@ -24,8 +31,15 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
         for tp in requested
         if ctx.broker.groups.metadata.partition(*tp) is None
     }
+    readable = allowed_topics(ctx, Operation.READ, (t for t, _ in requested))
+    outcome |= {
+        tp: TopicAuthorizationFailedError(f"not authorized to read {tp[0]}")
+        for tp in requested
+        if tp[0] not in readable
+    }
     known = [tp for tp in requested if tp not in outcome]
     try:
+        require_group(ctx, Operation.DELETE, request.group_id)
         validate_group_id(request.group_id)
         outcome |= await delete_offsets(ctx.broker.groups, request.group_id, known)
     except PafkaError as exc:

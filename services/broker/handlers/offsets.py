@@ -9,6 +9,8 @@ from typing import Any
 
 from pafka.errors import PafkaError
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import cluster_allowed, require_topic
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.list_offsets_v0 import handle_list_offsets_v0
 from services.broker.partition import Partition
@@ -55,6 +57,7 @@ async def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
         parts = []
         for p in t.partitions:
             try:
+                require_topic(ctx, Operation.DESCRIBE, t.name)
                 partition = ctx.broker.replicas.leader_partition(t.name, p.partition_index)
                 partition.check_leader_epoch(int(getattr(p, "current_leader_epoch", NO_EPOCH)))
                 ts, offset = _lookup(partition, int(p.timestamp), isolation_level)
@@ -79,11 +82,15 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> A
     cls = response_class(ctx.api_key, ctx.api_version)
     topic_cls = cls.OffsetForLeaderTopicResult
     part_cls = topic_cls.EpochEndOffset
+    # Followers hold CLUSTER_ACTION; anyone else needs DESCRIBE on each topic (Kafka 2.8).
+    replica = cluster_allowed(ctx, Operation.CLUSTER_ACTION)
     topics = []
     for t in request.topics:
         parts = []
         for p in t.partitions:
             try:
+                if not replica:
+                    require_topic(ctx, Operation.DESCRIBE, t.topic)
                 partition = ctx.broker.replicas.leader_partition(t.topic, p.partition)
                 partition.check_leader_epoch(int(getattr(p, "current_leader_epoch", NO_EPOCH)))
                 epoch, end_offset = partition.log.end_offset_for_epoch(int(p.leader_epoch))

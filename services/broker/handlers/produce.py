@@ -6,7 +6,7 @@ import asyncio
 import logging
 from typing import Any
 
-from pafka.errors import PafkaError, wire_error
+from pafka.errors import PafkaError, TopicAuthorizationFailedError, wire_error
 from pafka.protocol.produce_codec import (
     PartitionProduceResponse,
     ProduceRequestBody,
@@ -14,6 +14,8 @@ from pafka.protocol.produce_codec import (
     TopicProduceResponse,
 )
 from pafka.records.batch import record_count
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import allowed_topics, produce_refusal
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.conversion import (
     FIRST_V2_PRODUCE_VERSION,
@@ -33,9 +35,15 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> Pr
     legacy = ctx.api_version < FIRST_V2_PRODUCE_VERSION
     before_zstd = ctx.api_version < FIRST_ZSTD_PRODUCE_VERSION
     appended: list[tuple[str, Any, Partition | None, AppendResult | PafkaError]] = []
+    refused = produce_refusal(ctx, request.transactional_id)
+    writable = allowed_topics(ctx, Operation.WRITE, (t.name for t in request.topic_data))
     for topic_data in request.topic_data:
         name = topic_data.name
         for pdata in topic_data.partition_data:
+            if refused is not None or name not in writable:
+                error = refused or TopicAuthorizationFailedError(f"not authorized to write {name}")
+                appended.append((name, pdata.index, None, error))
+                continue
             # A view into the request frame: validated and written without a copy.
             records: bytes | memoryview = pdata.records or b""
             try:

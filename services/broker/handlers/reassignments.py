@@ -12,7 +12,9 @@ from typing import Any
 
 from pafka.errors import PafkaError, wire_error
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
 from services.broker.controller_link import call_controller
+from services.broker.handlers.authorization import require_cluster
 from services.broker.handlers.context import RequestContext
 
 
@@ -26,6 +28,7 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any
         for p in t.partitions
     ]
     try:
+        require_cluster(ctx, Operation.ALTER)
         answer = await call_controller(
             ctx.broker.zk,
             "/reassignments",
@@ -62,6 +65,7 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
     if request.topics is not None:
         wanted = [[t.name, p] for t in request.topics for p in t.partition_indexes]
     try:
+        require_cluster(ctx, Operation.DESCRIBE)
         answer = await call_controller(
             ctx.broker.zk,
             "/reassignments/list",

@@ -20,6 +20,8 @@ from pafka.errors import (
     wire_error,
 )
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import require_topic
 from services.broker.handlers.context import RequestContext
 from services.broker.partition import Partition
 
@@ -57,6 +59,7 @@ async def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
         results = []
         for p in t.partitions:
             try:
+                require_topic(ctx, Operation.DELETE, t.name)
                 partition = broker.replicas.leader_partition(t.name, p.partition_index)
                 low = delete_before(partition, p.offset)
                 results.append(

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from pafka.errors import (
+    ClusterAuthorizationFailedError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     PafkaError,
@@ -25,6 +26,8 @@ from pafka.errors import (
 from pafka.protocol.messages import response_class
 from pafka.records.batch import read_header
 from pafka.records.control import build_marker, parse_marker
+from pafka.security.acls import Operation
+from services.broker.handlers.authorization import cluster_allowed
 from services.broker.handlers.context import RequestContext
 from services.broker.handlers.txn_offset_markers import offsets_marker_error
 from services.broker.leader_fencing import refuses
@@ -94,12 +97,21 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
     part_cls = topic_cls.WritableTxnMarkerPartitionResult
     # (marker index, topic, partition index, partition, offset or error)
     written: list[tuple[int, str, int, Partition | None, int | PafkaError]] = []
+    # Only brokers (the coordinators) write markers: CLUSTER_ACTION, else every partition
+    # refused.
+    refused = (
+        None
+        if cluster_allowed(ctx, Operation.CLUSTER_ACTION)
+        else ClusterAuthorizationFailedError()
+    )
     for i, marker in enumerate(request.markers):
         for topic in marker.topics:
             for index in topic.partition_indexes:
                 partition: Partition | None = None
                 outcome: int | PafkaError
                 try:
+                    if refused is not None:
+                        raise refused
                     if topic.name == CONSUMER_OFFSETS_TOPIC:
                         # Completed by the group coordinator, which holds the offsets a
                         # transaction committed in ZooKeeper: no log, nothing to replicate.
