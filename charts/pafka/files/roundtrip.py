@@ -1,7 +1,8 @@
 """`helm test` for pafka: through the gateway, create a topic, produce a record, read it back.
 
 Run by the chart's test pod with GATEWAY_URL, TOPIC and REPLICATION_FACTOR set, and TOKEN_FILE
-when the gateway requires a bearer token; exits non-zero with the reason when any step fails. Standard library only (it runs in the pafka image).
+when the gateway requires a bearer token; exits non-zero with the reason when any step fails.
+Standard library only (it runs in the pafka image).
 """
 
 from __future__ import annotations
