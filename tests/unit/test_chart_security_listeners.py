@@ -749,3 +749,23 @@ def test_missing_security_values_fail_with_their_names(case: str) -> None:
     values, message = MISSING[case]
     with pytest.raises(helm.HelmError, match=re.escape(message)):
         render(values)
+
+
+def test_notes_name_the_protocol_the_ca_and_the_external_addresses() -> None:
+    out = chart().render(SECURED, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    notes = out["pafka/templates/NOTES.txt"]
+    assert f"SASL_SSL (CA: key ca.crt of Secret {FULL}-broker-tls)" in notes
+    assert "pafka-0.example.com:9094,pafka-1.example.com:9094,pafka-2.example.com:9094" in notes
+    assert "Authorization: Bearer" in notes
+    plain = chart().render({}, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    assert "Kafka security" not in plain["pafka/templates/NOTES.txt"]
+
+
+def test_readme_example_renders_and_validates() -> None:
+    readme = (CHART.parents[1] / "README.md").read_text()
+    section = readme[readme.index("### On Kubernetes") :]
+    values = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    chart().validate_schema(values)
+    for doc in render(values):
+        if not doc["apiVersion"].startswith(("cert-manager.io/", "monitoring.coreos.com/")):
+            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
