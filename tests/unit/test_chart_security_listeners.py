@@ -29,7 +29,8 @@ from pafka.security.principal import KafkaPrincipal
 from services.broker.settings import BrokerSettings
 from services.controller.settings import ControllerSettings
 from services.gateway.settings import GatewaySettings
-from tests.unit.test_chart import CHART, KUBERNETES_VERSION, NAMESPACE, RELEASE, chart, container
+from tests.unit import test_chart
+from tests.unit.test_chart import NAMESPACE, RELEASE, chart, container, lint
 
 FULL = f"{RELEASE}-pafka"
 POD_DOMAIN = f"{FULL}-broker-headless.{NAMESPACE}.svc.cluster.local"
@@ -207,20 +208,14 @@ def settings_env(
 
 @pytest.mark.parametrize("value_set", VALUE_SETS)
 def test_secured_values_lint_and_validate(value_set: str) -> None:
-    report = helm.lint(
-        CHART,
-        VALUE_SETS[value_set],
-        strict=True,
-        namespace=NAMESPACE,
-        kube_version=f"v{KUBERNETES_VERSION}",
-    )
+    report = lint(VALUE_SETS[value_set])
     assert report["errors"] == [], report
     assert [m for m in report["messages"] if m["severity"] >= 2] == [], report
     for doc in manifests(value_set):
         if doc["apiVersion"].startswith(("cert-manager.io/", "monitoring.coreos.com/")):
             assert doc["metadata"]["namespace"] == NAMESPACE and doc["spec"]
             continue
-        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+        kubernetes_validate.validate(doc, test_chart.KUBERNETES_VERSION, strict=True)
 
 
 @pytest.mark.parametrize("value_set", VALUE_SETS)
@@ -677,7 +672,7 @@ def test_helm_test_pod_sends_the_token_from_its_secret() -> None:
     env = {e["name"]: e["value"] for e in c["env"]}
     files = mounted_files(pod["spec"] | {"volumes": pod["spec"]["volumes"]}, c)
     assert files[env["TOKEN_FILE"]] == ("pafka-test-token", "token")
-    script = (CHART / "files" / "roundtrip.py").read_text()
+    script = (test_chart.CHART / "files" / "roundtrip.py").read_text()
     assert 'os.environ.get("TOKEN_FILE")' in script and "Bearer {TOKEN}" in script
     (plain,) = of_kind("default", "Pod")
     assert "TOKEN_FILE" not in {e["name"] for e in plain["spec"]["containers"][0]["env"]}
@@ -762,10 +757,10 @@ def test_notes_name_the_protocol_the_ca_and_the_external_addresses() -> None:
 
 
 def test_readme_example_renders_and_validates() -> None:
-    readme = (CHART.parents[1] / "README.md").read_text()
+    readme = (test_chart.CHART.parents[1] / "README.md").read_text()
     section = readme[readme.index("### On Kubernetes") :]
     values = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
     chart().validate_schema(values)
     for doc in render(values):
         if not doc["apiVersion"].startswith(("cert-manager.io/", "monitoring.coreos.com/")):
-            kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+            kubernetes_validate.validate(doc, test_chart.KUBERNETES_VERSION, strict=True)
