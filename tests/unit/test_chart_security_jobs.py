@@ -1,6 +1,7 @@
-"""The chart's users-and-ACLs Job run for real: each container's command, as rendered, in a
-process against a real ZooKeeper (the ensemble's address and the Secrets' mount paths swapped
-for the test's), then the SCRAM credentials and ACLs read back from ZooKeeper."""
+"""The chart's SCRAM users and ACLs made for real: the services' init containers and the
+users-and-ACLs Job's containers, each command as rendered, in a process against a real ZooKeeper
+(the ensemble's address and the Secrets' mount paths swapped for the test's), then the
+credentials and ACLs read back from ZooKeeper."""
 
 from __future__ import annotations
 
@@ -88,6 +89,13 @@ def _run(c: dict[str, Any], spec: dict[str, Any], zk_connect: str, tmp_path: Pat
 
 
 def test_the_job_creates_users_and_acls_in_zookeeper(zk_connect: str, tmp_path: Path) -> None:
+    docs = render({**SECURED, "zookeeper": {}})
+    for doc in docs:
+        if doc["kind"] in ("StatefulSet", "Deployment"):
+            # The services' own users, as their pods' init containers create them.
+            spec = doc["spec"]["template"]["spec"]
+            for c in spec.get("initContainers", []):
+                _run(c, spec, zk_connect, tmp_path / doc["metadata"]["name"])
     job = _job()
     spec = job["spec"]["template"]["spec"]
     for c in spec["containers"]:

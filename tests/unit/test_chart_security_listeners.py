@@ -422,27 +422,40 @@ def _zookeeper() -> str:
     return ",".join(f"{FULL}-zookeeper-{i}.{ZK_POD_DOMAIN}:2181" for i in range(3))
 
 
-def test_service_users_are_created_from_their_secrets(tmp_path: Path) -> None:
-    job = workload("secured", "security")
-    spec = job["spec"]["template"]["spec"]
-    containers = _job_containers()
-    for name, secret in (
-        ("user-inter-broker", "pafka-broker-user"),
-        ("user-controller", "pafka-controller-user"),
-        ("user-gateway", "pafka-gateway-user"),
-    ):
-        c = containers[name]
-        env = pod_env(c["env"], {}, USERS)
-        argv = [
-            a.replace("$(SASL_USERNAME)", env["SASL_USERNAME"])
-            for a in c["command"][1:] + c["args"]
-        ]
-        args = build_parser().parse_args(argv)
-        assert (args.command, args.verb, args.name) == ("users", "create", USERS[secret])
-        assert args.mechanism == ["SCRAM-SHA-512", "SCRAM-SHA-256"]
-        assert args.zookeeper == _zookeeper()
-        assert mounted_files(spec, c)[str(args.password_file)] == (secret, "password")
-        assert env["PAFKA_CLI_ZK_AUTH_FILE"] == "/etc/pafka/zookeeper/zk-auth"
+SERVICE_USERS = {
+    "broker": ("pafka-broker-user", "broker"),
+    "controller": ("pafka-controller-user", "controller"),
+    "gateway": ("pafka-gateway-user", "gateway"),
+}
+
+
+@pytest.mark.parametrize("component", SERVICE_USERS)
+def test_each_service_creates_its_own_user_before_it_starts(component: str) -> None:
+    """An init container: the services need their users to become ready, before any
+    post-install hook runs under `helm install --wait`."""
+    secret, name = SERVICE_USERS[component]
+    spec = workload("secured", component)["spec"]["template"]["spec"]
+    (init,) = spec["initContainers"]
+    env = pod_env(init["env"], {}, USERS)
+    argv = [
+        a.replace("$(SASL_USERNAME)", env["SASL_USERNAME"])
+        for a in init["command"][1:] + init["args"]
+    ]
+    args = build_parser().parse_args(argv)
+    assert (args.command, args.verb, args.name) == ("users", "create", USERS[secret])
+    assert args.mechanism == ["SCRAM-SHA-512", "SCRAM-SHA-256"]
+    assert args.zookeeper == _zookeeper()
+    assert mounted_files(spec, init)[str(args.password_file)] == (secret, "password")
+    # The same password file the service logs in with.
+    service_files = mounted_files(spec, container(workload("secured", component), name))
+    assert service_files[str(args.password_file)] == (secret, "password")
+    assert env["PAFKA_CLI_ZK_AUTH_FILE"] == "/etc/pafka/zookeeper/zk-auth"
+    assert (
+        init["securityContext"]
+        == container(workload("secured", component), name)["securityContext"]
+    )
+    assert init["resources"]["limits"]["memory"]
+    assert not [c for c in _job_containers() if c.startswith("user-")]
 
 
 def test_users_secret_creates_one_user_per_key(tmp_path: Path) -> None:
@@ -630,6 +643,11 @@ def test_default_values_render_as_before_but_for_the_network_policies() -> None:
     assert [d for d in with_policies if d["kind"] != "NetworkPolicy"] == without
     kinds = {d["kind"] for d in without}
     assert not kinds & {"Certificate", "NetworkPolicy", "Job"}
+    assert not [
+        d
+        for d in without
+        if "initContainers" in d.get("spec", {}).get("template", {}).get("spec", {})
+    ]
     assert [
         s["metadata"]["name"]
         for s in without
@@ -726,7 +744,7 @@ MISSING = {
     ),
     "SASL without the brokers' user": (
         {"broker": {"listeners": {"internal": {"protocol": "SASL_PLAINTEXT"}}}},
-        "sasl.interBroker.existingSecret",
+        "existingSecret is required when the internal listener uses SASL",
     ),
     "external listener without a host": (
         {"broker": {"listeners": {"external": {"enabled": True, "protocol": "SASL_PLAINTEXT"}}}},
