@@ -111,14 +111,15 @@ SASL_PLAINTEXT: dict[str, Any] = {
 VALUE_SETS = {"secured": SECURED, "mtls": MTLS, "sasl-plaintext": SASL_PLAINTEXT}
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
+def merged(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """base with extra laid over it, maps merged key by key (as Helm merges values files)."""
+    out = copy.deepcopy(dict(base))
     for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
         else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def render(values: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -751,7 +752,7 @@ MISSING = {
         "advertisedHost",
     ),
     "cert-manager without an issuer": (
-        _merge(MTLS, {"tls": {"existingSecret": "", "certManager": {"enabled": True}}}),
+        merged(MTLS, {"tls": {"existingSecret": "", "certManager": {"enabled": True}}}),
         "issuerRef.name",
     ),
 }
