@@ -221,12 +221,24 @@ def test_secured_values_lint_and_validate(value_set: str) -> None:
 
 @pytest.mark.parametrize("value_set", VALUE_SETS)
 def test_no_container_sets_a_variable_twice(value_set: str) -> None:
-    for doc in manifests(value_set):
+    """broker.config entries for what the chart's own values set give way to those."""
+    config = {"SSL_CLIENT_AUTH": "none", "LISTENERS": "X://:1", "AUTHORIZER": "", "SUPER_USERS": ""}
+    values = merged(VALUE_SETS[value_set], {"broker": {"config": config}})
+    docs = render(values)
+    for doc in docs:
         if doc["kind"] not in ("StatefulSet", "Deployment", "Job"):
             continue
         for c in doc["spec"]["template"]["spec"]["containers"]:
             names = [e["name"] for e in c.get("env", [])]
             assert len(names) == len(set(names)), (doc["metadata"]["name"], c["name"])
+    (broker,) = [
+        d for d in docs if d["kind"] == "StatefulSet" and "broker" in d["metadata"]["name"]
+    ]
+    env = {e["name"]: e.get("value") for e in container(broker, "broker")["env"]}
+    assert env["PAFKA_BROKER_LISTENERS"].startswith("INTERNAL://")
+    assert env["PAFKA_BROKER_SSL_CLIENT_AUTH"] == VALUE_SETS[value_set].get("tls", {}).get(
+        "clientAuth", "none"
+    )
 
 
 # ---- brokers ---------------------------------------------------------------------------------

@@ -134,13 +134,25 @@ into the pod's environment, then expanded by the kubelet), then broker.authorize
 {{- end }}
 {{- end -}}
 
-{{/* broker.config keys the chart sets itself when its own values ask for them. */}}
+{{/* broker.config keys the chart sets itself when its own values ask for them (those win). */}}
 {{- define "pafka.broker.ownedConfig" -}}
-{{- if .Values.broker.authorizer.enabled -}}
-{{- list "AUTHORIZER" "SUPER_USERS" "ALLOW_EVERYONE_IF_NO_ACL_FOUND" | toJson -}}
-{{- else -}}
-[]
+{{- $owned := list -}}
+{{- if include "pafka.listeners.custom" . -}}
+{{- $owned = concat $owned (list "LISTENERS" "ADVERTISED_LISTENERS" "LISTENER_SECURITY_PROTOCOL_MAP" "INTER_BROKER_LISTENER_NAME") -}}
 {{- end -}}
+{{- if include "pafka.listeners.anyTls" . -}}
+{{- $owned = concat $owned (list "SSL_CERTFILE" "SSL_KEYFILE" "SSL_CAFILE" "SSL_CLIENT_AUTH") -}}
+{{- end -}}
+{{- if include "pafka.listeners.anySasl" . -}}
+{{- $owned = concat $owned (list "SASL_ENABLED_MECHANISMS" "CONNECTIONS_MAX_REAUTH_MS") -}}
+{{- end -}}
+{{- if include "pafka.listeners.internalSasl" . -}}
+{{- $owned = concat $owned (list "SASL_MECHANISM_INTER_BROKER_PROTOCOL" "INTER_BROKER_SASL_USERNAME" "INTER_BROKER_SASL_PASSWORD_FILE") -}}
+{{- end -}}
+{{- if .Values.broker.authorizer.enabled -}}
+{{- $owned = concat $owned (list "AUTHORIZER" "SUPER_USERS" "ALLOW_EVERYONE_IF_NO_ACL_FOUND") -}}
+{{- end -}}
+{{- toJson $owned -}}
 {{- end -}}
 
 {{- define "pafka.broker.listenerMounts" -}}
