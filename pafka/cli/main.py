@@ -17,6 +17,7 @@ from pafka.cli import (
     configs,
     groups,
     leaders,
+    quotas,
     services,
     topics,
     users,
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     clients.register(sub)
     groups.register(sub)
     configs.register(sub)
+    quotas.register(sub)
     acls.register(sub)
     leaders.register(sub)
     users.register(sub)

@@ -94,6 +94,8 @@ SUPPORTED: dict[ApiKey, tuple[int, int]] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     ApiKey.TXN_OFFSET_COMMIT: (0, 3),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),

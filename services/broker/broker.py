@@ -31,6 +31,8 @@ from pafka.control import messages as control
 from pafka.control.secret import bearer_headers
 from pafka.errors import CoordinationError, PafkaError
 from pafka.httpserver import EmbeddedServer, start_http
+from pafka.security.acl_authorizer import Authorizer
+from pafka.security.quotas import RateConfig
 from pafka.storage.log_cleaner import LogCleaner
 from pafka.storage.log_manager import LogManager
 from pafka.zk.client import SessionEvent, ZkClient
@@ -43,11 +45,11 @@ from pafka.zk.znodes import (
     TopicZNode,
     entity_config_path,
 )
-from services.broker.authorizer import Authorizer
 from services.broker.auto_topics import TopicAutoCreator
 from services.broker.descriptors import DescriptorMonitor, raise_soft_limit
 from services.broker.dispatcher import Dispatcher
 from services.broker.dynamic_config import DynamicBrokerConfig
+from services.broker.entity_configs import EntityConfigView
 from services.broker.fetch_session_cache import FetchSessionCache
 from services.broker.follower import FetcherSettings, FollowerManager
 from services.broker.groups.coordinator import GroupCoordinator
@@ -60,6 +62,7 @@ from services.broker.listeners import OpenListeners, open_listeners
 from services.broker.metadata_cache import MetadataCache
 from services.broker.metrics import BrokerMetrics
 from services.broker.producer_ids import ProducerIdAllocator
+from services.broker.quota_manager import QuotaCollector, QuotaManager
 from services.broker.replica_manager import ReplicaManager
 from services.broker.sasl_authenticator import SaslAuthenticator
 from services.broker.server import KafkaServer
@@ -149,6 +152,11 @@ class Broker:
             on_evict=self.metrics.fetch_session_evictions.inc,
         )
         self.metrics.bind_fetch_sessions(self.fetch_sessions)
+        self.entity_configs = EntityConfigView(self.zk)
+        self.quotas = QuotaManager(
+            RateConfig(settings.quota_window_num, settings.quota_window_size_seconds * 1000)
+        )
+        self.metrics.registry.register(QuotaCollector(self.quotas))
         listeners = settings.listeners
         self.sasl = SaslAuthenticator(
             listeners.sasl_mechanisms,
@@ -213,6 +221,7 @@ class Broker:
         got = await self.zk.get(ClusterIdZNode.path())
         self.cluster_id = ClusterIdZNode.decode(got[0]).id if got else None
         self.dynamic.watch(self.zk)
+        await self._start_entity_configs()
         await self.authorizer.start()  # before serving: no request is checked against no ACLs
         await self._start_http()
         self.listeners = await open_listeners(
@@ -246,6 +255,14 @@ class Broker:
         log.info(
             "broker %d serving Kafka on %s", info.id, ", ".join(e.url for e in self.listeners.bound)
         )
+
+    async def _start_entity_configs(self) -> None:
+        async def changed(_entity_path: str) -> None:
+            self.quotas.update(self.entity_configs.entities())
+
+        self.entity_configs.subscribe(changed)
+        await self.entity_configs.start()
+        self.quotas.update(self.entity_configs.entities())
 
     async def _start_http(self) -> None:
         app = create_app(self, self.metrics.registry, self.settings.control_secret)

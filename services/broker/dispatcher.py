@@ -23,6 +23,8 @@ from pafka.protocol.versions import api_versions_response
 from pafka.security.sasl_state import SaslEvent, SaslState, transition
 from services.broker.handlers import HANDLERS
 from services.broker.handlers.context import RequestContext
+from services.broker.quota_enforcement import handle_within_quotas
+from services.broker.server import Throttled
 from services.broker.session import ConnectionSession
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ class Dispatcher:
 
     async def handle_frame(
         self, frame: bytes | memoryview, session: ConnectionSession
-    ) -> EncodedResponse | None:
+    ) -> EncodedResponse | Throttled | None:
         started = time.monotonic()
         metrics = self.broker.metrics
         if session.sasl_state is SaslState.RAW_TOKENS:
@@ -60,6 +62,7 @@ class Dispatcher:
         api = ApiKey(header.api_key)
         counted, timed = metrics.request_children(api, header.api_version)
         counted.inc()
+        mute_ms = 0
         if session.sasl_state is not None:
             if api in SASL_APIS:
                 response_frame = await self.broker.sasl.handle(request, session)
@@ -84,15 +87,18 @@ class Dispatcher:
                 listener=session.listener,
             )
             try:
-                response = await HANDLERS[api](ctx, request.body)
+                response, mute_ms = await handle_within_quotas(
+                    ctx, HANDLERS[api](ctx, request.body), request.body, len(frame)
+                )
             except Exception as exc:
                 # A bug or an I/O failure: close this connection, keep the broker serving.
                 log.exception("%s v%d failed", api.name, header.api_version)
                 raise ProtocolError(f"internal error handling {api.name}") from exc
         timed.observe(time.monotonic() - started)
         if api is ApiKey.PRODUCE and int(request.body.acks) == 0:
-            return None
-        return encode_response(header, response)
+            return Throttled(None, mute_ms) if mute_ms else None
+        encoded = encode_response(header, response)
+        return Throttled(encoded, mute_ms) if mute_ms else encoded
 
     @staticmethod
     def _check_session(api: ApiKey, session: ConnectionSession, now: float) -> None:

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from typing import cast
+from typing import NamedTuple, cast
 
 from pafka.errors import ProtocolError
 from pafka.net.deadlines import DEFAULT_DEADLINES, NetworkDeadlines
@@ -42,7 +43,18 @@ from services.broker.session import ConnectionSession
 
 log = logging.getLogger(__name__)
 
-FrameHandler = Callable[[bytes | memoryview, ConnectionSession], Awaitable[EncodedResponse | None]]
+
+class Throttled(NamedTuple):
+    """A response after which the connection is not read for ``mute_ms`` (a client over its
+    quota, KIP-219: Kafka mutes the channel once the response is sent)."""
+
+    response: EncodedResponse | None
+    mute_ms: int
+
+
+FrameHandler = Callable[
+    [bytes | memoryview, ConnectionSession], Awaitable[EncodedResponse | Throttled | None]
+]
 # Requests received but not yet handled, per connection, before reading pauses.
 MAX_QUEUED_REQUESTS = 64
 # Responses made in one loop turn beyond this are written at once, so that a client not reading
@@ -173,6 +185,8 @@ class _Connection(asyncio.Protocol):
         self.last_active = 0.0
         self.opened_at = 0.0
         self._handling = False
+        # Loop time until which the connection is not read: its client is over a quota.
+        self._muted_until = 0.0
 
     # -- transport callbacks ---------------------------------------------------------------------
 
@@ -282,6 +296,9 @@ class _Connection(asyncio.Protocol):
         handle = self._server._handle_frame
         try:
             while not self._closed:
+                if self._muted_until > loop.time():
+                    await self._sit_out_throttle(loop)
+                    continue
                 if not self._frames:
                     self._wakeup = loop.create_future()
                     await self._wakeup
@@ -297,6 +314,9 @@ class _Connection(asyncio.Protocol):
                 self._handling = True  # (an exception ends the connection: no reset needed)
                 response = await handle(frame, self.session)
                 self._handling = False
+                if isinstance(response, Throttled):
+                    self._muted_until = loop.time() + response.mute_ms / 1000
+                    response = response.response
                 if response is not None and not self._closed:
                     self._send(loop, response)
                 elif isinstance(response, list):
@@ -316,6 +336,25 @@ class _Connection(asyncio.Protocol):
                 self._close_when_sent = True  # the transport would not wait for those bytes
             elif self._transport is not None:
                 self._transport.close()
+
+    async def _sit_out_throttle(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Send what is pending (the throttled response leaves at once), then read nothing
+        until the throttle ends (as Kafka, a muted connection's close is seen only then; the
+        server's own close ends the wait); file regions go out by ``sendfile`` as usual."""
+        self._flush()
+        if self._closed or self._transport is None:
+            return
+        self._transport.pause_reading()
+        self._handling = True  # a muted connection is not idle
+        try:
+            while not self._closed and (remaining := self._muted_until - loop.time()) > 0:
+                self._wakeup = loop.create_future()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup, remaining)
+        finally:
+            self._handling = False
+        if not self._reading_paused and not self._closed:
+            self._transport.resume_reading()
 
     def _send(self, loop: asyncio.AbstractEventLoop, response: EncodedResponse) -> None:
         # Written when this task next waits: responses of requests handled meanwhile join it.

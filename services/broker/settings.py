@@ -72,6 +72,9 @@ class BrokerSettings:
     # Connect, request and reconnect deadlines of the broker's own connections (followers, the
     # controller link) and its keepalive and idle limit on clients' connections.
     network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
+    # Client quotas' rate windows (Kafka's quota.window.num and quota.window.size.seconds).
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
     # Kafka's authorizer.class.name ("" none, "acl" the ZooKeeper ACL authorizer), super.users
     # and allow.everyone.if.no.acl.found.
     authorizer: str = ""
@@ -217,6 +220,10 @@ class BrokerSettings:
                 "REPLICA_FETCH_RESPONSE_MAX_BYTES",
                 cls.replica_fetch_response_max_bytes,
                 minimum=1024,
+            ),
+            quota_window_num=env.integer("QUOTA_WINDOW_NUM", cls.quota_window_num, minimum=2),
+            quota_window_size_seconds=env.integer(
+                "QUOTA_WINDOW_SIZE_SECONDS", cls.quota_window_size_seconds, minimum=1
             ),
             replica_fetch_backoff_ms=env.integer(
                 "REPLICA_FETCH_BACKOFF_MS", cls.replica_fetch_backoff_ms, minimum=0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pafka.errors import ConfigError
+from pafka.security.acl_authorizer import change_sequence, expired_notification
 from pafka.security.principal import KafkaPrincipal
-from services.broker.authorizer import change_sequence, expired_notification
 from services.broker.settings import BrokerSettings
 
 BASE = {"PAFKA_BROKER_ID": "1"}

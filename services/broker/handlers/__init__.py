@@ -46,6 +46,10 @@ from services.broker.handlers.offset_delete import handle_offset_delete
 from services.broker.handlers.offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from services.broker.handlers.produce import handle_produce
 from services.broker.handlers.producer_id import handle_init_producer_id
+from services.broker.handlers.quotas import (
+    handle_alter_client_quotas,
+    handle_describe_client_quotas,
+)
 from services.broker.handlers.reassignments import (
     handle_alter_partition_reassignments,
     handle_list_partition_reassignments,
@@ -99,6 +103,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.ADD_OFFSETS_TO_TXN: handle_add_offsets_to_txn,
     ApiKey.END_TXN: handle_end_txn,
     ApiKey.WRITE_TXN_MARKERS: handle_write_txn_markers,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: handle_describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: handle_alter_client_quotas,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: handle_describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: handle_alter_user_scram_credentials,
     ApiKey.DESCRIBE_ACLS: handle_describe_acls,

@@ -33,6 +33,7 @@ from services.broker.handlers.conversion import (
     read_legacy,
 )
 from services.broker.partition import ReadResult
+from services.broker.quota_enforcement import fetch_quota_bytes
 
 CONSUMER_REPLICA_ID = -1
 READ_UNCOMMITTED = 0
@@ -158,10 +159,12 @@ def release(items: Iterable[PartitionFetch]) -> None:
 def fetch_limits(ctx: RequestContext, request: Any) -> tuple[int, int, float, int]:
     """(max_bytes, replica_id, deadline on the monotonic clock, min_bytes) of a request."""
     requested = int(getattr(request, "max_bytes", 0x7FFFFFFF) or 0x7FFFFFFF)
-    max_bytes = min(requested, ctx.broker.settings.fetch_max_bytes)
     replica_id = int(getattr(request, "replica_id", CONSUMER_REPLICA_ID))
+    # A consumer gets at most what its quota allows in the quota windows (as Kafka).
+    quota_bytes = fetch_quota_bytes(ctx, replica_id)
+    max_bytes = int(min(requested, ctx.broker.settings.fetch_max_bytes, quota_bytes))
     deadline = time.monotonic() + max(int(request.max_wait_ms), 0) / 1000
-    return max_bytes, replica_id, deadline, max(int(request.min_bytes), 0)
+    return max_bytes, replica_id, deadline, min(max(int(request.min_bytes), 0), max_bytes)
 
 
 def partition_data(ctx: RequestContext, item: PartitionFetch) -> PartitionData:

@@ -1,13 +1,15 @@
-"""The broker's ACL authorizer: every ACL in ZooKeeper, kept current by change notifications.
+"""The ACL authorizer of brokers and gateways: every ACL in ZooKeeper, kept current by change
+notifications, so a REST call and a Kafka request of one principal meet the same rules.
 
 At start every ACL node of both stores is read into an immutable :class:`AclSnapshot`; then
 the children of both change roots are watched (Kafka's ``ZkNodeChangeNotificationListener``):
 each notification newer than the last one processed names a resource whose node is re-read
 and replaces that resource's entries in a new snapshot, so a granted or revoked ACL applies on
 every broker within a watch's round trip. Notifications older than 15 minutes are deleted, by
-whichever broker sees them first, as Kafka purges them. A node that does not decode is logged
-and its resource left without ACLs: it neither crashes the broker nor grants anything beyond
-what ``allow.everyone.if.no.acl.found`` grants to a resource without ACLs.
+whichever broker sees them first, as Kafka purges them (gateways only read). A node that does
+not decode is logged and its resource left without ACLs: it neither crashes the service nor
+grants anything beyond what ``allow.everyone.if.no.acl.found`` grants to a resource without
+ACLs.
 
 Decisions are :func:`pafka.security.authorization.authorize`'s, on the snapshot current when
 the request is checked; without an authorizer configured everything is allowed.
@@ -73,8 +75,11 @@ def _read_one(zk: KazooClient, pattern: ResourcePattern) -> frozenset[AccessCont
 
 
 class Authorizer:
-    def __init__(self, zk: ZkClient, enabled: bool, config: AuthorizerConfig) -> None:
+    def __init__(
+        self, zk: ZkClient, enabled: bool, config: AuthorizerConfig, *, purge: bool = True
+    ) -> None:
         self.zk = zk
+        self._purge = purge
         self.enabled = enabled
         self.config = config
         self.snapshot = AclSnapshot()
@@ -187,7 +192,7 @@ class Authorizer:
                 pattern.pattern_type.name,
                 len(entries),
             )
-        if expired:
+        if expired and self._purge:
             await self.zk.run(_purge, self.zk.kazoo, expired)
 
 
