@@ -14,6 +14,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from pafka.admin.acls import list_acls
+from pafka.admin.client_quotas import describe_quotas
 from pafka.admin.scram_users import scram_users
 from pafka.security.acls import (
     ANY_BINDING,
@@ -26,9 +27,11 @@ from pafka.security.acls import (
     ResourceType,
 )
 from pafka.security.principal import KafkaPrincipal
+from pafka.security.quotas import DEFAULT
 from tests.unit.test_chart_security_listeners import (
     ACLS,
     FULL,
+    QUOTAS,
     SECURED,
     USERS,
     ZK_POD_DOMAIN,
@@ -105,6 +108,7 @@ def test_the_job_creates_users_and_acls_in_zookeeper(zk_connect: str, tmp_path: 
     try:
         users = scram_users(zk)
         stored = list_acls(zk, ANY_BINDING)
+        quotas = describe_quotas(zk, [], strict=False)
     finally:
         zk.stop()
         zk.close()
@@ -140,3 +144,10 @@ def test_the_job_creates_users_and_acls_in_zookeeper(zk_connect: str, tmp_path: 
         ),
     }
     assert len(ACLS) == len(stored)
+    assert quotas == {
+        ("alice", None): {"producer_byte_rate": 1048576.0, "consumer_byte_rate": 2097152.0},
+        ("alice", DEFAULT): {"request_percentage": 25.0},
+        (None, "reports"): {"consumer_byte_rate": 524288.0},
+        (DEFAULT, None): {"producer_byte_rate": 10485760.0},
+    }
+    assert len(QUOTAS) == len(quotas)

@@ -8,11 +8,12 @@ the CLI's argparse, and the NetworkPolicies are matched against the pods' labels
 
 from __future__ import annotations
 
+import argparse
 import copy
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from fnmatch import fnmatchcase
 from functools import cache
 from pathlib import Path
@@ -52,6 +53,12 @@ ACLS: list[dict[str, Any]] = [
     {"principal": "User:ops", "operation": "Alter", "cluster": True},
     {"principal": "User:app", "operation": "Write", "transactionalId": "app-tx"},
 ]
+QUOTAS: list[dict[str, Any]] = [
+    {"user": "alice", "config": {"producer_byte_rate": 1048576, "consumer_byte_rate": 2097152}},
+    {"user": "alice", "clientIdDefault": True, "config": {"request_percentage": 25}},
+    {"clientId": "reports", "config": {"consumer_byte_rate": 524288}},
+    {"userDefault": True, "config": {"producer_byte_rate": 10485760}},
+]
 SECURED: dict[str, Any] = {
     "broker": {
         "listeners": {
@@ -85,7 +92,7 @@ SECURED: dict[str, Any] = {
     },
     "gateway": {"auth": {"existingSecret": "pafka-gateway-tokens"}},
     "tests": {"auth": {"existingSecret": "pafka-test-token"}},
-    "provisioning": {"users": {"existingSecret": "pafka-users"}, "acls": ACLS},
+    "provisioning": {"users": {"existingSecret": "pafka-users"}, "acls": ACLS, "quotas": QUOTAS},
     "zookeeper": {"auth": {"existingSecret": "pafka-zk"}},
     "controlApi": {"existingSecret": "pafka-control"},
     "metrics": {"serviceMonitor": {"enabled": True}},
@@ -505,11 +512,21 @@ def test_users_secret_creates_one_user_per_key(tmp_path: Path) -> None:
         assert args.mechanism == ["SCRAM-SHA-512", "SCRAM-SHA-256"]
 
 
-def test_acls_job_runs_what_pafka_acls_accepts() -> None:
+def _job_commands(
+    kind: str, wanted: list[dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], argparse.Namespace]]:
+    """Each value with its Job container (`kind-N`)'s command as the CLI parses it."""
     containers = _job_containers()
-    for index, acl in enumerate(ACLS):
-        c = containers[f"acl-{index}"]
+    assert len([c for c in containers if c.startswith(f"{kind}-")]) == len(wanted)
+    for index, item in enumerate(wanted):
+        c = containers[f"{kind}-{index}"]
         args = build_parser().parse_args(c["command"][1:] + c["args"])
+        assert args.zookeeper == _zookeeper()
+        yield item, args
+
+
+def test_acls_job_runs_what_pafka_acls_accepts() -> None:
+    for acl, args in _job_commands("acl", ACLS):
         assert (args.command, args.verb) == ("acls", "add")
         deny = acl.get("permission") == "Deny"
         assert (args.deny_principal if deny else args.allow_principal) == [acl["principal"]]
@@ -524,7 +541,19 @@ def test_acls_job_runs_what_pafka_acls_accepts() -> None:
         )
         assert args.cluster is bool(acl.get("cluster"))
         assert args.resource_pattern_type == acl.get("patternType", "literal")
-        assert args.zookeeper == _zookeeper()
+
+
+def test_quotas_job_runs_what_pafka_quotas_accepts() -> None:
+    for quota, args in _job_commands("quota", QUOTAS):
+        assert (args.command, args.verb) == ("quotas", "alter")
+        assert (args.user, args.user_default) == (quota.get("user"), bool(quota.get("userDefault")))
+        assert (args.client_id, args.client_id_default) == (
+            quota.get("clientId"),
+            bool(quota.get("clientIdDefault")),
+        )
+        assert dict(kv.split("=") for kv in args.add.split(",")) == {
+            k: str(v) for k, v in quota["config"].items()
+        }
 
 
 def test_without_sasl_or_provisioning_values_there_is_no_security_job() -> None:
@@ -740,6 +769,16 @@ BAD_VALUES = {
     },
     "bad issuer kind": {"tls": {"certManager": {"issuerRef": {"kind": "Vault"}}}},
     "bad peer": {"networkPolicy": {"kafka": {"from": [{"pods": "all"}]}}},
+    "quota without entity": {"provisioning": {"quotas": [{"config": {"producer_byte_rate": 1}}]}},
+    "quota for a user and the default user": {
+        "provisioning": {
+            "quotas": [{"user": "a", "userDefault": True, "config": {"producer_byte_rate": 1}}]
+        }
+    },
+    "unknown quota": {"provisioning": {"quotas": [{"user": "a", "config": {"bytes": 1}}]}},
+    "zero quota": {
+        "provisioning": {"quotas": [{"user": "a", "config": {"producer_byte_rate": 0}}]}
+    },
     "bad service type": {"broker": {"listeners": {"external": {"service": {"type": "Ingress"}}}}},
 }
 
