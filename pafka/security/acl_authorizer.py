@@ -27,7 +27,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from pafka.admin.acls import ensure_acl_roots, list_acls, read_resource, resource_path
-from pafka.errors import CorruptZNodeError, InvalidRequestError, PafkaError
+from pafka.envconfig import Env
+from pafka.errors import ConfigError, CorruptZNodeError, InvalidRequestError, PafkaError
 from pafka.security.acls import (
     ANY_BINDING,
     AccessControlEntry,
@@ -41,6 +42,7 @@ from pafka.security.authorization import (
     AuthorizerConfig,
     authorize,
     authorize_by_resource_type,
+    parse_super_users,
 )
 from pafka.security.principal import KafkaPrincipal
 from pafka.zk import znodes
@@ -200,3 +202,27 @@ def _purge(zk: KazooClient, paths: list[str]) -> None:
     for path in paths:
         with contextlib.suppress(NoNodeError):  # another broker purged it first
             zk.delete(path)
+
+
+# Kafka's class names of its ZooKeeper ACL authorizer are accepted for ``acl``.
+_ACL_AUTHORIZERS = ("acl", "kafka.security.authorizer.AclAuthorizer")
+
+
+def read_authorizer_name(env: Env) -> str:
+    """``{PREFIX}AUTHORIZER``: Kafka's ``authorizer.class.name`` ("" none, ``acl``)."""
+    name = env.text("AUTHORIZER", "")
+    if name not in ("", *_ACL_AUTHORIZERS):
+        raise ConfigError(f"{env.prefix}AUTHORIZER must be empty (none) or acl, not {name!r}")
+    return "acl" if name else ""
+
+
+def read_authorizer_config(env: Env) -> AuthorizerConfig:
+    """``{PREFIX}SUPER_USERS`` and ``{PREFIX}ALLOW_EVERYONE_IF_NO_ACL_FOUND``."""
+    try:
+        super_users = parse_super_users(env.text("SUPER_USERS", ""))
+    except PafkaError as exc:
+        raise ConfigError(f"{env.prefix}SUPER_USERS: {exc}") from exc
+    return AuthorizerConfig(
+        super_users=super_users,
+        allow_everyone_if_no_acl_found=env.flag("ALLOW_EVERYONE_IF_NO_ACL_FOUND", False),
+    )

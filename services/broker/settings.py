@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pafka.envconfig import Env
-from pafka.errors import ConfigError, PafkaError
+from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
-from pafka.security.authorization import AuthorizerConfig, parse_super_users
+from pafka.security.acl_authorizer import read_authorizer_config, read_authorizer_name
+from pafka.security.authorization import AuthorizerConfig
 from pafka.security.listeners import plaintext
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
@@ -238,32 +239,10 @@ class BrokerSettings:
                 minimum=0,
             ),
             network=network,
-            authorizer=_authorizer(env),
-            acl=_acl_config(env),
+            authorizer=read_authorizer_name(env),
+            acl=read_authorizer_config(env),
             log_level=env.text("LOG_LEVEL", "INFO").upper(),
             listener_config=ListenerSettings.from_env(
                 env, host=env.text("HOST", cls.host), port=env.integer("PORT", cls.port)
             ),
         )
-
-
-# Kafka's class names of its ZooKeeper ACL authorizer are accepted for ``acl``.
-_ACL_AUTHORIZERS = ("acl", "kafka.security.authorizer.AclAuthorizer")
-
-
-def _authorizer(env: Env) -> str:
-    name = env.text("AUTHORIZER", "")
-    if name not in ("", *_ACL_AUTHORIZERS):
-        raise ConfigError(f"{PREFIX}AUTHORIZER must be empty (none) or acl, not {name!r}")
-    return "acl" if name else ""
-
-
-def _acl_config(env: Env) -> AuthorizerConfig:
-    try:
-        super_users = parse_super_users(env.text("SUPER_USERS", ""))
-    except PafkaError as exc:
-        raise ConfigError(f"{PREFIX}SUPER_USERS: {exc.message}") from exc
-    return AuthorizerConfig(
-        super_users=super_users,
-        allow_everyone_if_no_acl_found=env.flag("ALLOW_EVERYONE_IF_NO_ACL_FOUND", False),
-    )

@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import auth, errors
+from services.gateway import access, auth, errors
 from services.gateway.context import GatewayContext, open_context
 from services.gateway.formats import ErrorBody
 from services.gateway.metrics import GatewayMetrics
@@ -43,19 +43,29 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
             if ctx is None:
                 await opened.close()
 
-    # Bearer tokens, when configured, guard every route but health, metrics and the docs.
+    # Credentials and rights, when configured, guard every route but health, metrics and docs.
     tokens = auth.load_tokens(settings)
+    guarded = tokens is not None or settings.basic_auth or bool(settings.authorizer)
+
+    def opened_context() -> GatewayContext | None:
+        return getattr(app.state, "ctx", None)
+
+    guard = access.request_guard(
+        tokens,
+        lambda: c.basic if (c := opened_context()) else None,
+        lambda: c.authorizer if (c := opened_context()) else None,
+    )
     app = FastAPI(
         title="pafka gateway",
         description=DESCRIPTION,
         lifespan=lifespan,
-        dependencies=[] if tokens is None else [Depends(auth.require_token(tokens))],
-        responses={}
-        if tokens is None
-        else {
-            401: {"model": ErrorBody, "description": "No or an unknown bearer token (40101)"},
-            403: {"model": ErrorBody, "description": "The token may not use a topic (40301)"},
-        },
+        dependencies=[Depends(guard)] if guarded else [],
+        responses={
+            401: {"model": ErrorBody, "description": "No or unknown credentials (40101)"},
+            403: {"model": ErrorBody, "description": "Not allowed by the ACLs or token (40301)"},
+        }
+        if guarded
+        else {},
     )
     if ctx is not None:
         # The service runs uvicorn without lifespan events (it owns start-up and shutdown).

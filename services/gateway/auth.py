@@ -14,7 +14,9 @@ topic. ``#`` at the start of a line or after a space starts a comment::
     s3cr3t-analytics          *             # everything
     s3cr3t-audit              audit-?? , audit-archive
 
-``PAFKA_GATEWAY_TOKENS`` holds the same lines separated by ``;``
+A line may instead name the principal the token stands for (``s3cr3t-bob  User:bob``); its
+rights are then the ACLs' when the gateway has an authorizer (``access.py``), every topic
+otherwise. ``PAFKA_GATEWAY_TOKENS`` holds the same lines separated by ``;``
 (``s3cr3t-ingest orders,payments-*; s3cr3t-analytics *``). A token given twice is a
 configuration error, as is a line without topics. Tokens are read when the gateway starts.
 
@@ -40,16 +42,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Request, Security
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Request
 
 from pafka.errors import ConfigError, RestError
-from services.gateway.errors import FORBIDDEN, UNAUTHORIZED
+from pafka.security.principal import USER_TYPE, KafkaPrincipal
+from services.gateway.errors import FORBIDDEN
 from services.gateway.settings import PREFIX, GatewaySettings
 
 ALL_TOPICS = "*"
@@ -61,18 +63,16 @@ TOPIC_PARAMS = frozenset({"topic", "topic_name"})
 RECORD_BODIES = frozenset(
     {("POST", "/topics/{topic}"), ("POST", "/topics/{topic}/partitions/{partition}")}
 )
-# Parses ``Authorization: Bearer TOKEN`` (scheme in any case); None when absent or another scheme.
-BEARER = Security(
-    HTTPBearer(auto_error=False, description="A token of PAFKA_GATEWAY_TOKENS(_FILE)")
-)
 _COMMENT = re.compile(r"(^|\s)#.*$")
 
 
 @dataclass(frozen=True)
 class Grant:
-    """The topics one token may use, as globs."""
+    """The topics one token may use, as globs; or the principal it stands for, whose rights
+    the ACLs decide (``access.py``)."""
 
     patterns: tuple[str, ...]
+    principal: KafkaPrincipal | None = None
 
     @property
     def all_topics(self) -> bool:
@@ -96,13 +96,18 @@ def parse_tokens(text: str, source: str, *, separator: str = "\n") -> dict[str, 
         if not line:
             continue
         token, *rest = line.split(None, 1)
-        patterns = tuple(p.strip() for p in "".join(rest).split(",") if p.strip())
+        if token in grants:
+            raise ConfigError(f"{source}:{number}: the token is given twice")
+        named = "".join(rest).strip()
+        if named.startswith(f"{USER_TYPE}:"):
+            # A principal: authentication only here, its rights are the ACLs'.
+            grants[token] = Grant((ALL_TOPICS,), KafkaPrincipal.parse(named))
+            continue
+        patterns = tuple(p.strip() for p in named.split(",") if p.strip())
         if not patterns:
             raise ConfigError(f"{source}:{number}: a token needs topics (a glob, or * for all)")
         if any(c.isspace() for p in patterns for c in p):
             raise ConfigError(f"{source}:{number}: separate topic globs with commas")
-        if token in grants:
-            raise ConfigError(f"{source}:{number}: the token is given twice")
         grants[token] = Grant(patterns)
     return grants
 
@@ -156,39 +161,21 @@ def body_topics(body: Any) -> tuple[list[str], bool]:
     return topics, body.get("topic_pattern") is not None
 
 
-def require_token(tokens: Tokens) -> Callable[..., Awaitable[None]]:
-    """The app-level dependency: 401 or 403 as this module's docstring says.
-
-    Declared through FastAPI's ``HTTPBearer`` so that ``/docs`` offers to send a token.
-    """
-
-    async def authenticate(
-        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, BEARER]
-    ) -> None:
-        template = getattr(request.scope.get("route"), "path", request.url.path)
-        if template in OPEN_PATHS:
-            return
-        token = credentials.credentials.strip() if credentials is not None else ""
-        if not token:
-            raise RestError(UNAUTHORIZED, "a bearer token is required (Authorization: Bearer ...)")
-        grant = tokens.grant_for(token)
-        if grant is None:
-            raise RestError(UNAUTHORIZED, "the bearer token is not known")
-        topics = [str(v) for k, v in request.path_params.items() if k in TOPIC_PARAMS]
-        needs_all = False
-        if (request.method, template) not in RECORD_BODIES:
-            named, needs_all = body_topics(await _json_body(request))
-            topics.extend(named)
-        denied = grant.denied(topics, needs_all=needs_all)
-        if denied == ALL_TOPICS:
-            raise RestError(FORBIDDEN, "a topic pattern needs a token for every topic")
-        if denied is not None:
-            raise RestError(FORBIDDEN, f"the token gives no access to topic {denied!r}")
-
-    return authenticate
+async def check_grant(request: Request, template: str, grant: Grant) -> None:
+    """A glob token's rights: 403 as this module's docstring says."""
+    topics = [str(v) for k, v in request.path_params.items() if k in TOPIC_PARAMS]
+    needs_all = False
+    if (request.method, template) not in RECORD_BODIES:
+        named, needs_all = body_topics(await json_body(request))
+        topics.extend(named)
+    denied = grant.denied(topics, needs_all=needs_all)
+    if denied == ALL_TOPICS:
+        raise RestError(FORBIDDEN, "a topic pattern needs a token for every topic")
+    if denied is not None:
+        raise RestError(FORBIDDEN, f"the token gives no access to topic {denied!r}")
 
 
-async def _json_body(request: Request) -> Any:
+async def json_body(request: Request) -> Any:
     """The body as the handler will see it (Starlette caches it), or None if it is not JSON.
 
     Parsed as leniently as FastAPI and the routes parse it, so nothing a handler accepts is

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -220,12 +220,20 @@ class ConsumerRuntime:
     # -- reading -------------------------------------------------------------------------------
 
     async def read(
-        self, state: InstanceState, render: Render, *, timeout_ms: int, max_bytes: int
+        self,
+        state: InstanceState,
+        render: Render,
+        *,
+        timeout_ms: int,
+        max_bytes: int,
+        may_read: Callable[[Iterable[str]], None] = lambda _topics: None,
     ) -> tuple[InstanceState, list[Any]]:
         """The next records of the instance's partitions, as ``render`` shows them. A record
         ``render`` refuses is not consumed, nor anything after it in its partition; when the
-        first record is refused, the refusal is raised."""
+        first record is refused, the refusal is raised. ``may_read`` refuses (raises) topics of
+        the assignment the caller may not read."""
         state = await self.member(state)
+        may_read({topic for topic, _ in state.assignment})
         committed = await self.auto_commit(state)
         assignment = sorted(state.assignment)
         if not assignment:

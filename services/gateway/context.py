@@ -13,7 +13,9 @@ from fastapi import Depends, Request
 from pafka.client.cluster import ClusterClient
 from pafka.client.groups import GroupClient
 from pafka.client.producer import Producer
+from pafka.security.acl_authorizer import Authorizer
 from pafka.zk.client import ZkClient
+from services.gateway.access import BasicLogins
 from services.gateway.settings import GatewaySettings
 
 
@@ -23,6 +25,10 @@ class GatewayContext:
     cluster: ClusterClient
     producer: Producer
     zk: ZkClient | None = None
+    # The ACLs deciding REST calls (disabled without PAFKA_GATEWAY_AUTHORIZER), and HTTP
+    # Basic logins (None without PAFKA_GATEWAY_BASIC_AUTH).
+    authorizer: Authorizer | None = None
+    basic: BasicLogins | None = None
     # One per gateway, shared by every route: it remembers where each group's coordinator is.
     groups: GroupClient = field(init=False)
 
@@ -57,7 +63,12 @@ async def open_context(settings: GatewaySettings) -> GatewayContext:
     producer = Producer(
         cluster, linger_ms=settings.linger_ms, request_timeout_ms=settings.request_timeout_ms
     )
-    return GatewayContext(settings, cluster, producer, zk)
+    authorizer = basic = None
+    if zk is not None:
+        authorizer = Authorizer(zk, settings.authorizer == "acl", settings.acl, purge=False)
+        await authorizer.start()
+        basic = BasicLogins.of(zk) if settings.basic_auth else None
+    return GatewayContext(settings, cluster, producer, zk, authorizer, basic)
 
 
 def context(request: Request) -> GatewayContext:

@@ -9,6 +9,8 @@ from pathlib import Path
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
+from pafka.security.acl_authorizer import read_authorizer_config, read_authorizer_name
+from pafka.security.authorization import AuthorizerConfig
 from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity, read_client_security
 from pafka.security.tls import ClientAuth, TlsFiles
 from pafka.zk.security import ZkSecurity, read_zk_security
@@ -52,6 +54,12 @@ class GatewaySettings:
     https: TlsFiles | None = None
     https_client_auth: ClientAuth = ClientAuth.NONE
     https_reload_interval_ms: int = 60_000
+    # HTTP Basic against the SCRAM credentials in ZooKeeper (BASIC_AUTH), and the ACL
+    # authorizer deciding every call (AUTHORIZER=acl, SUPER_USERS,
+    # ALLOW_EVERYONE_IF_NO_ACL_FOUND: the brokers' settings, the same rules).
+    basic_auth: bool = False
+    authorizer: str = ""
+    acl: AuthorizerConfig = field(default_factory=AuthorizerConfig)
 
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
         found = []
@@ -103,6 +111,14 @@ class GatewaySettings:
             else None,
             https_client_auth=ClientAuth.parse(env.text("HTTPS_CLIENT_AUTH", "none")),
             https_reload_interval_ms=env.integer("HTTPS_RELOAD_INTERVAL_MS", 60_000, minimum=100),
+            basic_auth=env.flag("BASIC_AUTH", False),
+            authorizer=read_authorizer_name(env),
+            acl=read_authorizer_config(env),
         )
         settings.bootstrap_addresses()
+        if (settings.basic_auth or settings.authorizer) and not settings.zookeeper:
+            raise ConfigError(
+                f"{PREFIX}BASIC_AUTH and {PREFIX}AUTHORIZER read users and ACLs from ZooKeeper: "
+                f"set {PREFIX}ZOOKEEPER"
+            )
         return settings

@@ -13,6 +13,8 @@ from fastapi import APIRouter, Request, Response
 from pafka.client.admin import DEFAULT
 from pafka.client.cluster import PartitionLeader
 from pafka.errors import RestError
+from pafka.security.acls import ResourceType
+from services.gateway.access import visible
 from services.gateway.context import Ctx, GatewayContext
 from services.gateway.errors import UNKNOWN_PARTITION
 from services.gateway.models.admin import (
@@ -113,11 +115,13 @@ def _topic(at: Links, name: str, partitions: dict[int, PartitionLeader]) -> Topi
 
 
 @router.get("/{cluster_id}/topics", response_model=TopicList)
-async def list_topics(at: At, ctx: Ctx) -> TopicList:
+async def list_topics(request: Request, at: At, ctx: Ctx) -> TopicList:
     await ctx.cluster.refresh()
+    shown = set(visible(request, ctx.authorizer, ResourceType.TOPIC, ctx.cluster.topics))
     data = [
         _topic(at, t.name, t.partitions)
         for t in sorted(ctx.cluster.topics.values(), key=lambda t: t.name)
+        if t.name in shown
     ]
     return TopicList(kind="KafkaTopicList", metadata=at.listing("topics"), data=data)
 

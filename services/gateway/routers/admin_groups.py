@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import re
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from pafka.client.admin import DEAD, AdminClient, GroupView
 from pafka.client.group_lags import PartitionLag
 from pafka.client.groups import DescribedMember, GroupDescription
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import GroupIdNotFoundError, PafkaError, RestError
+from pafka.security.acls import ResourceType
+from services.gateway.access import visible
+from services.gateway.context import Ctx
 from services.gateway.errors import UNKNOWN_CONSUMER_INSTANCE, UNKNOWN_PARTITION
 from services.gateway.models.admin_groups import (
     Consumer,
@@ -75,8 +78,10 @@ async def _described(client: AdminClient, group: str) -> GroupView:
 
 
 @router.get("/{cluster_id}/consumer-groups", response_model=ConsumerGroupList)
-async def list_groups(at: At, client: Admin) -> ConsumerGroupList:
+async def list_groups(request: Request, at: At, client: Admin, ctx: Ctx) -> ConsumerGroupList:
     listed = await client.groups.list()
+    shown = set(visible(request, ctx.authorizer, ResourceType.GROUP, (g.group_id for g in listed)))
+    listed = [g for g in listed if g.group_id in shown]
     slots = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
 
     async def describe(group: str) -> GroupView | None:

@@ -21,6 +21,8 @@ from pafka.client.isolation import IsolationLevel
 from pafka.cluster.names import validate_group_id
 from pafka.errors import RestError
 from pafka.groups.consumer_protocol import TopicPartition
+from pafka.security.acls import Operation
+from services.gateway.access import topics_allowed
 from services.gateway.consumer_instance_store import InstanceStore
 from services.gateway.consumer_instances import (
     EARLIEST,
@@ -299,11 +301,13 @@ async def records(
     def render(tp: TopicPartition, fetched: list[FetchedRecord]) -> list[Any]:
         return render_records(tp[0], tp[1], fetched, fmt)
 
+    authorizer = request.app.state.ctx.authorizer
     _, shown = await rt.read(
         state,
         render,
         timeout_ms=min(timeout, settings.max_poll_ms),
         max_bytes=min(max_bytes or settings.max_fetch_bytes, settings.max_fetch_bytes),
+        may_read=lambda topics: topics_allowed(request, authorizer, Operation.READ, topics),
     )
     return JSONResponse(shown, media_type=fmt.media_type)
 

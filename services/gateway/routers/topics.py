@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from pafka.client.admin import AdminClient
 from pafka.client.cluster import PartitionLeader
+from pafka.security.acls import ResourceType
+from services.gateway.access import visible
 from services.gateway.context import Ctx, GatewayContext
 from services.gateway.formats import V2, ErrorBody
 from services.gateway.topic_metadata import partition_state, topic_info
@@ -81,9 +83,10 @@ async def topic_configs(ctx: GatewayContext, topic: str) -> dict[str, str | None
     summary="List topic names",
     responses={200: {"content": {V2: {"example": ["orders", "payments"]}}}, **UNAVAILABLE},
 )
-async def list_topics(ctx: Ctx) -> list[str]:
+async def list_topics(request: Request, ctx: Ctx) -> list[str]:
     await ctx.cluster.refresh()
-    return sorted(name for name, info in ctx.cluster.topics.items() if info.partitions)
+    names = [name for name, info in ctx.cluster.topics.items() if info.partitions]
+    return sorted(visible(request, ctx.authorizer, ResourceType.TOPIC, names))
 
 
 @router.get(

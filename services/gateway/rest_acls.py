@@ -1,0 +1,118 @@
+"""What each REST route asks of the ACLs: the operations and resources a Kafka client would
+need for the same work, following Kafka 2.8's ``KafkaApis`` (pure).
+
+Produce is WRITE on the topic (Produce); reads are READ (Fetch); offsets and metadata are
+DESCRIBE (ListOffsets, Metadata); native group membership and v2 consumer instances are READ on
+the group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), their commits also READ on each topic
+(OffsetCommit) and their offset reads DESCRIBE on both (OffsetFetch); group descriptions are
+DESCRIBE on the group; creating a topic is CREATE on the cluster or on the topic (CreateTopics),
+deleting it DELETE, reading configs DESCRIBE_CONFIGS, adding partitions ALTER. Lists
+(topics, groups) are filtered to what the principal may DESCRIBE, as Metadata and ListGroups
+are; cluster and broker descriptions need nothing, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from pafka.security.acls import Operation, ResourceType
+
+
+class Source(Enum):
+    """Where a rule finds the names it checks."""
+
+    TOPIC_PATH = "topic path parameter"
+    GROUP_PATH = "group path parameter"
+    BODY_TOPICS = "topics the JSON body names"
+    CLUSTER = "the cluster"
+
+
+@dataclass(frozen=True)
+class Need:
+    operation: Operation
+    resource_type: ResourceType
+    source: Source
+    # CreateTopics' rule: CREATE on the cluster is enough, else CREATE on each topic.
+    or_cluster: bool = False
+
+
+R, W, D = Operation.READ, Operation.WRITE, Operation.DESCRIBE
+TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
+S = Source
+
+_WRITE_TOPIC = (Need(W, TOPIC, S.TOPIC_PATH),)
+_READ_TOPIC = (Need(R, TOPIC, S.TOPIC_PATH),)
+_DESCRIBE_TOPIC = (Need(D, TOPIC, S.TOPIC_PATH),)
+_MEMBER = (Need(R, GROUP, S.GROUP_PATH),)
+_MEMBER_ON_TOPICS = (Need(R, GROUP, S.GROUP_PATH), Need(R, TOPIC, S.BODY_TOPICS))
+_DESCRIBE_GROUP = (Need(D, GROUP, S.GROUP_PATH),)
+
+INSTANCE = "/consumers/{group}/instances/{instance}"
+V3_TOPIC = "/v3/clusters/{cluster_id}/topics/{topic_name}"
+V3_GROUP = "/v3/clusters/{cluster_id}/consumer-groups/{group_id}"
+
+RULES: dict[tuple[str, str], tuple[Need, ...]] = {
+    ("POST", "/topics/{topic}"): _WRITE_TOPIC,
+    ("POST", "/topics/{topic}/partitions/{partition}"): _WRITE_TOPIC,
+    ("GET", "/topics/{topic}/partitions/{partition}/records"): _READ_TOPIC,
+    ("GET", "/topics/{topic}/partitions/{partition}/offsets"): _DESCRIBE_TOPIC,
+    ("GET", "/topics/{topic}"): _DESCRIBE_TOPIC,
+    ("GET", "/topics/{topic}/partitions"): _DESCRIBE_TOPIC,
+    ("GET", "/topics/{topic}/partitions/{partition}"): _DESCRIBE_TOPIC,
+    ("POST", "/groups/{group}/members"): _MEMBER,
+    ("POST", "/groups/{group}/members/{member}/heartbeat"): _MEMBER,
+    ("DELETE", "/groups/{group}/members/{member}"): _MEMBER,
+    ("POST", "/groups/{group}/offsets"): _MEMBER_ON_TOPICS,
+    ("GET", "/groups/{group}"): _DESCRIBE_GROUP,
+    ("POST", "/consumers/{group}"): _MEMBER,
+    ("DELETE", INSTANCE): _MEMBER,
+    ("POST", f"{INSTANCE}/subscription"): _MEMBER_ON_TOPICS,
+    ("GET", f"{INSTANCE}/subscription"): _MEMBER,
+    ("DELETE", f"{INSTANCE}/subscription"): _MEMBER,
+    ("POST", f"{INSTANCE}/assignments"): _MEMBER_ON_TOPICS,
+    ("GET", f"{INSTANCE}/assignments"): _MEMBER,
+    ("POST", f"{INSTANCE}/positions"): _MEMBER_ON_TOPICS,
+    ("POST", f"{INSTANCE}/positions/beginning"): _MEMBER_ON_TOPICS,
+    ("POST", f"{INSTANCE}/positions/end"): _MEMBER_ON_TOPICS,
+    # Which topics an instance reads is its state, not the request's: checked when reading.
+    ("GET", f"{INSTANCE}/records"): _MEMBER,
+    ("POST", f"{INSTANCE}/offsets"): _MEMBER_ON_TOPICS,
+    ("GET", f"{INSTANCE}/offsets"): (
+        Need(D, GROUP, S.GROUP_PATH),
+        Need(D, TOPIC, S.BODY_TOPICS),
+    ),
+    ("GET", "/v3/clusters"): (),
+    ("GET", "/v3/clusters/{cluster_id}"): (),
+    ("GET", "/v3/clusters/{cluster_id}/brokers"): (),
+    ("GET", "/v3/clusters/{cluster_id}/brokers/{broker_id}"): (),
+    ("POST", "/v3/clusters/{cluster_id}/topics"): (
+        Need(Operation.CREATE, TOPIC, S.BODY_TOPICS, or_cluster=True),
+    ),
+    ("GET", V3_TOPIC): _DESCRIBE_TOPIC,
+    ("PATCH", V3_TOPIC): (Need(Operation.ALTER, TOPIC, S.TOPIC_PATH),),  # CreatePartitions
+    ("DELETE", V3_TOPIC): (Need(Operation.DELETE, TOPIC, S.TOPIC_PATH),),
+    ("GET", f"{V3_TOPIC}/configs"): (Need(Operation.DESCRIBE_CONFIGS, TOPIC, S.TOPIC_PATH),),
+    ("GET", f"{V3_TOPIC}/partitions"): _DESCRIBE_TOPIC,
+    ("GET", f"{V3_TOPIC}/partitions/{{partition_id}}"): _DESCRIBE_TOPIC,
+    ("GET", f"{V3_TOPIC}/partitions/{{partition_id}}/replicas"): _DESCRIBE_TOPIC,
+    ("GET", f"{V3_TOPIC}/partitions/{{partition_id}}/replicas/{{broker_id}}"): _DESCRIBE_TOPIC,
+    ("GET", V3_GROUP): _DESCRIBE_GROUP,
+    ("GET", f"{V3_GROUP}/consumers"): _DESCRIBE_GROUP,
+    ("GET", f"{V3_GROUP}/consumers/{{consumer_id}}"): _DESCRIBE_GROUP,
+    ("GET", f"{V3_GROUP}/consumers/{{consumer_id}}/assignments"): _DESCRIBE_GROUP,
+    ("GET", f"{V3_GROUP}/lags"): _DESCRIBE_GROUP,
+    ("GET", f"{V3_GROUP}/lags/{{topic_name}}/partitions/{{partition_id}}"): (
+        Need(D, GROUP, S.GROUP_PATH),
+        Need(D, TOPIC, S.TOPIC_PATH),
+    ),
+    ("GET", f"{V3_GROUP}/lag-summary"): _DESCRIBE_GROUP,
+}
+# Lists answer only what the principal may DESCRIBE (filtered by the routes themselves).
+FILTERED: dict[tuple[str, str], ResourceType] = {
+    ("GET", "/topics"): TOPIC,
+    ("GET", "/v3/clusters/{cluster_id}/topics"): TOPIC,
+    ("GET", "/v3/clusters/{cluster_id}/consumer-groups"): GROUP,
+}
+TOPIC_PARAMS = ("topic", "topic_name")
+GROUP_PARAMS = ("group", "group_id")
