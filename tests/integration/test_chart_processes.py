@@ -21,6 +21,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 from tests.unit.test_chart import CHART, resolve_env  # noqa: E402
+from tests.unit.test_chart_security_listeners import merged  # noqa: E402
 
 RELEASE, NAMESPACE = "demo", "data"
 VENV_BIN = Path(sys.executable).parent
@@ -65,7 +68,8 @@ class Pod:
     log: Path | None = None
 
 
-def render(zk_connect: str) -> list[dict[str, Any]]:
+def render(zk_connect: str, extra: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The chart for a cluster on this machine, with `extra` values laid over."""
     gateway_port = free_port()
     values = {
         "zookeeper": {"enabled": False, "connect": zk_connect},
@@ -88,7 +92,9 @@ def render(zk_connect: str) -> list[dict[str, Any]]:
         "tests": {"replicationFactor": 3},
     }
     with helm.Chart.load(CHART) as chart:
-        out = chart.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+        out = chart.render(
+            merged(values, extra or {}), name=RELEASE, namespace=NAMESPACE, is_install=True
+        )
     docs = [
         doc
         for path, text in sorted(out.items())
@@ -190,25 +196,57 @@ def run_to_completion(
         time.sleep(1)
 
 
+def wait_ready(pods: list[Pod], timeout_s: float) -> None:
+    """Until every pod's readiness probe answers, each process still running."""
+    deadline = time.monotonic() + timeout_s
+    pending = list(pods)
+    while pending and time.monotonic() < deadline:
+        for pod in list(pending):
+            assert pod.process is not None and pod.process.poll() is None, pod.name
+            if probe_ok(pod.spec["containers"][0], pod.ip, "readinessProbe"):
+                pending.remove(pod)
+        time.sleep(0.5)
+    assert not pending, f"not ready: {[p.name for p in pending]}"
+
+
+@contextmanager
+def pods_running(pods: list[Pod]) -> Iterator[None]:
+    """Prints the pods' logs when the block fails; stops each with SIGTERM, which must end it
+    within its grace period."""
+    try:
+        yield
+    except BaseException:
+        for pod in pods:
+            if pod.log is not None and pod.log.exists():
+                print(f"---- {pod.name}\n{pod.log.read_text()[-4000:]}")
+        raise
+    finally:
+        for pod in pods:
+            if pod.process is not None and pod.process.poll() is None:
+                pod.process.send_signal(signal.SIGTERM)
+        for pod in pods:
+            if pod.process is None:
+                continue
+            grace = pod.spec.get("terminationGracePeriodSeconds", 30)
+            try:
+                pod.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pod.process.kill()
+                pod.process.wait()
+                pytest.fail(f"{pod.name} did not stop within its {grace}s grace period")
+
+
 @pytest.mark.timeout(240)
 def test_chart_pods_form_a_working_cluster(zk_connect: str, tmp_path: Path) -> None:
     docs = render(zk_connect)
     pods = pods_of(docs)
     names = dns_map(docs, pods)
     assert sum(p.name.startswith(f"{RELEASE}-pafka-broker-") for p in pods) == 3
-    try:
+    with pods_running(pods):
         for pod in pods:
             (container,) = pod.spec["containers"]
             start(container, pod, names, tmp_path)
-        deadline = time.monotonic() + 90
-        pending = list(pods)
-        while pending and time.monotonic() < deadline:
-            for pod in list(pending):
-                assert pod.process is not None and pod.process.poll() is None, pod.name
-                if probe_ok(pod.spec["containers"][0], pod.ip, "readinessProbe"):
-                    pending.remove(pod)
-            time.sleep(0.5)
-        assert not pending, f"not ready: {[p.name for p in pending]}"
+        wait_ready(pods, 90)
         for pod in pods:
             assert probe_ok(pod.spec["containers"][0], pod.ip, "livenessProbe"), pod.name
 
@@ -242,22 +280,3 @@ def test_chart_pods_form_a_working_cluster(zk_connect: str, tmp_path: Path) -> N
         done = run_to_completion(container, runner, names, tmp_path, 1)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "ok: produced and read back" in done.stdout
-    except BaseException:
-        for pod in pods:
-            if pod.log is not None and pod.log.exists():
-                print(f"---- {pod.name}\n{pod.log.read_text()[-4000:]}")
-        raise
-    finally:
-        for pod in pods:
-            if pod.process is not None and pod.process.poll() is None:
-                pod.process.send_signal(signal.SIGTERM)
-        for pod in pods:
-            if pod.process is None:
-                continue
-            grace = pod.spec.get("terminationGracePeriodSeconds", 30)
-            try:
-                pod.process.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                pod.process.kill()
-                pod.process.wait()
-                pytest.fail(f"{pod.name} did not stop within its {grace}s grace period")

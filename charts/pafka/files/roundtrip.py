@@ -1,7 +1,8 @@
 """`helm test` for pafka: through the gateway, create a topic, produce a record, read it back.
 
-Run by the chart's test pod with GATEWAY_URL, TOPIC and REPLICATION_FACTOR set; exits non-zero
-with the reason when any step fails. Standard library only (it runs in the pafka image).
+Run by the chart's test pod with GATEWAY_URL, TOPIC and REPLICATION_FACTOR set, and TOKEN_FILE
+when the gateway requires a bearer token; exits non-zero with the reason when any step fails.
+Standard library only (it runs in the pafka image).
 """
 
 from __future__ import annotations
@@ -19,10 +20,23 @@ JSON_V2 = "application/vnd.kafka.json.v2+json"
 DEADLINE_S = 120.0
 
 
+def read_token() -> str | None:
+    path = os.environ.get("TOKEN_FILE")
+    if not path:
+        return None
+    with open(path) as f:
+        return f.read().strip()
+
+
+TOKEN = read_token()
+
+
 def call(method: str, url: str, body: Any = None, content_type: str = "application/json") -> Any:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Accept", f"{JSON_V2}, application/json")
+    if TOKEN:
+        request.add_header("Authorization", f"Bearer {TOKEN}")
     if data is not None:
         request.add_header("Content-Type", content_type)
     with urllib.request.urlopen(request, timeout=30) as response:

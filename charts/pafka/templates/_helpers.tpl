@@ -106,11 +106,14 @@ which would otherwise print 86400000 as 8.64e+07). */}}
 {{- end -}}
 {{- end -}}
 
-{{/* Extra PAFKA_<PREFIX>_* variables from a component's `config` map. */}}
+{{/* Extra PAFKA_<PREFIX>_* variables from a component's `config` map, but for the keys in
+`omit` (set by the chart itself from its own values). */}}
 {{- define "pafka.configEnv" -}}
 {{- range $key, $value := .config }}
+{{- if not (has $key ($.omit | default list)) }}
 - name: {{ printf "PAFKA_%s_%s" $.prefix $key }}
   value: {{ include "pafka.scalar" $value | quote }}
+{{- end }}
 {{- end }}
 {{- end -}}
 
