@@ -90,7 +90,7 @@ SECURED: dict[str, Any] = {
         "controller": {"existingSecret": "pafka-controller-user"},
         "connectionsMaxReauthMs": 3600000,
     },
-    "gateway": {"auth": {"existingSecret": "pafka-gateway-tokens"}},
+    "gateway": {"auth": {"existingSecret": "pafka-gateway-tokens", "basic": True}},
     "tests": {"auth": {"existingSecret": "pafka-test-token"}},
     "provisioning": {"users": {"existingSecret": "pafka-users"}, "acls": ACLS, "quotas": QUOTAS},
     "zookeeper": {"auth": {"existingSecret": "pafka-zk"}},
@@ -363,6 +363,9 @@ def test_gateway_and_controllers_connect_with_their_own_users(tmp_path: Path) ->
     gateway = workload("secured", "gateway")
     env, files = settings_env(gateway, "gateway", tmp_path)
     g = GatewaySettings.from_env(env)
+    # The brokers' ACLs decide REST calls too, and Basic logins use the SCRAM users.
+    assert (g.authorizer, g.basic_auth) == ("acl", True)
+    assert {str(p) for p in g.acl.super_users} == {"User:admin"}
     security = g.kafka_security
     assert security.protocol is SecurityProtocol.SASL_SSL and security.listener == "INTERNAL"
     assert security.tls.cafile == env["PAFKA_GATEWAY_SSL_CAFILE"]
