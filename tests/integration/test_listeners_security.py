@@ -135,6 +135,10 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
                 "PAFKA_BROKER_AUTHENTICATION_TIMEOUT_MS": str(AUTHENTICATION_TIMEOUT_MS),
                 "PAFKA_BROKER_CONNECTIONS_MAX_REAUTH_MS": str(REAUTH_MS),
                 "PAFKA_BROKER_DEFAULT_REPLICATION_FACTOR": "2",
+                # ACLs decide only for resources that have some (test_certificate_subject_...).
+                "PAFKA_BROKER_AUTHORIZER": "acl",
+                "PAFKA_BROKER_SUPER_USERS": "User:broker",
+                "PAFKA_BROKER_ALLOW_EVERYONE_IF_NO_ACL_FOUND": "true",
             },
             service_env=service_env,
         )
@@ -561,3 +565,56 @@ def test_gateway_serves_https_and_reaches_brokers_over_sasl_ssl(
         gateway.terminate()
         gateway.wait(30)
         log.close()
+
+
+def test_a_client_certificate_subject_is_the_principal_acls_name(secure: SecureCluster) -> None:
+    """mTLS: ``User:CN=alice,OU=test,O=pafka`` (RFC 2253, most specific first) gets the rights
+    an ACL gives that principal; the same connection without a certificate (User:ANONYMOUS) and
+    SASL's ``User:alice`` do not."""
+    topic = _topic(secure, "SSL")
+    subject = "User:CN=alice,OU=test,O=pafka"
+    for operation in ("Write", "Describe"):
+        granted = _pafka(
+            "acls", "add", "--allow-principal", subject, "--operation", operation,
+            "--topic", topic, "--zookeeper", secure.zk_connect,
+        )  # fmt: skip
+        assert granted.returncode == 0, granted.stderr
+    certificate = {
+        "ssl.certificate.location": str(secure.alice.cert),
+        "ssl.key.location": str(secure.alice.key),
+    }
+
+    def produces(listener: str, **extra: Any) -> bool:
+        errors: list[KafkaError] = []
+        producer = Producer(secure.confluent(listener, **{"message.timeout.ms": 10_000}, **extra))
+        producer.produce(topic, b"x", on_delivery=lambda err, _m: err and errors.append(err))
+        producer.flush(15)
+        assert all(e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED for e in errors), errors
+        return not errors
+
+    deadline = time.monotonic() + 15
+    while not produces("SSL", **certificate):
+        assert time.monotonic() < deadline, "the certificate's principal was not allowed"
+        time.sleep(0.5)
+    assert not produces("SSL")
+    assert not produces("SASL_SSL")
+
+
+def test_kafka_python_with_a_wrong_password_is_refused(
+    secure: SecureCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kafka-python gets SASL_AUTHENTICATION_FAILED (58) on every login, reports it in its log
+    and, unable to bootstrap, fails the send."""
+    from kafka.errors import KafkaTimeoutError
+
+    with pytest.raises(KafkaTimeoutError):
+        KafkaProducer(
+            bootstrap_servers=secure.bootstrap("SASL_SSL"),
+            security_protocol="SASL_SSL",
+            ssl_cafile=str(secure.ca.ca.cert),
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="alice",
+            sasl_plain_password="wrong",
+            max_block_ms=10_000,
+        ).send("any", b"x").get(timeout=20)
+    assert "[Error 58] SaslAuthenticationFailedError" in caplog.text
