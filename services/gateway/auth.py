@@ -141,6 +141,14 @@ def load_tokens(settings: GatewaySettings) -> Tokens | None:
             if token in grants:
                 raise ConfigError(f"{PREFIX}TOKENS repeats a token of {settings.tokens_file}")
             grants[token] = grant
+    if settings.authorizer:
+        globbed = [g for g in grants.values() if g.principal is None]
+        if globbed:
+            raise ConfigError(
+                f"with {PREFIX}AUTHORIZER=acl every token names the principal it stands for "
+                f"(TOKEN User:name), and the ACLs give its rights; {len(globbed)} token(s) "
+                "give topic globs instead"
+            )
     return Tokens(grants)
 
 

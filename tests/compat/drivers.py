@@ -3,7 +3,8 @@
 Every driver (a Go program per Go client, a Node script for kafkajs, a Python script per Python
 client) is started as ``DRIVER OP 'JSON'`` and prints one JSON object on its last stdout line.
 The JSON always carries ``bootstrap`` ("host:port,...") and may carry ``security`` (``{"ssl":
-{"ca", "cert"?, "key"?}, "sasl": {"mechanism", "username", "password"}}``, PEM paths; the
+{"ca", "cert"?, "key"?}, "sasl": {"mechanism", "username", "password"},
+"reauthenticationThreshold"?}``, PEM paths; the
 kafkajs driver takes it); the operations are:
 
 - ``metadata`` {topics?} -> {"brokers": [ids], "topics": {name: partition count}}

@@ -484,6 +484,9 @@ def test_kafkajs_over_each_listener(
             "username": "alice",
             "password": PASSWORDS["alice"],
         }
+        # kafkajs re-authenticates this long before a session ends; at its default (10 s,
+        # above this cluster's 8 s sessions) it would re-authenticate before every request.
+        security["reauthenticationThreshold"] = REAUTH_MS // 4
     driver = node_driver()
     records = [{"partition": 0, "key": f"k{i}", "value": f"kafkajs-{i}"} for i in range(10)]
     common = {"bootstrap": secure.bootstrap(listener), "security": security}

@@ -267,3 +267,15 @@ def test_every_topic_path_parameter_is_checked() -> None:
     assert {p for p in params if "topic" in p} == TOPIC_PARAMS
     served = {(method.upper(), path) for path, ops in paths.items() for method in ops}
     assert served >= RECORD_BODIES
+
+
+def test_with_an_authorizer_every_token_names_a_principal() -> None:
+    from services.gateway.settings import GatewaySettings
+
+    named = GatewaySettings(tokens="t1 User:bob", authorizer="acl")
+    grant = load_tokens(named).grant_for("t1")  # type: ignore[union-attr]
+    assert grant is not None and str(grant.principal) == "User:bob"
+    globbed = GatewaySettings(tokens="t1 User:bob; t2 orders-*", authorizer="acl")
+    with pytest.raises(ConfigError, match="names the principal"):
+        load_tokens(globbed)
+    assert load_tokens(GatewaySettings(tokens="t2 orders-*")) is not None

@@ -64,6 +64,10 @@ function securityOptions(security) {
     }
   }
   if (security.sasl) out.sasl = security.sasl;
+  // How long before its SASL session ends kafkajs re-authenticates (KIP-368; 10 s by default).
+  if (security.reauthenticationThreshold !== undefined) {
+    out.reauthenticationThreshold = security.reauthenticationThreshold;
+  }
   return out;
 }
 
