@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from pafka.local.zookeeper import ZooKeeperServer
+
+# Test clusters take ephemeral ports, never the well-known ones: one test's killed broker must
+# not lose its port to another cluster started meanwhile (two suites, or `make up`, side by side).
+os.environ.setdefault("PAFKA_LOCAL_PORTS", "ephemeral")
 
 # Two shared cores in CI: timing-based health checks would fail tests for being slow, not wrong.
 settings.register_profile(

@@ -56,8 +56,22 @@ def _port_free(port: int) -> bool:
     return True
 
 
+# ``PAFKA_LOCAL_PORTS=ephemeral`` leaves the well-known ports alone: a cluster started beside
+# another (tests in parallel, a benchmark beside `make up`) then cannot take a port the other's
+# restarting broker is about to bind again.
+PORTS_VARIABLE = "PAFKA_LOCAL_PORTS"
+
+
+def _prefer_default_ports() -> bool:
+    mode = os.environ.get(PORTS_VARIABLE, "default")
+    if mode not in ("default", "ephemeral"):
+        raise ValueError(f"{PORTS_VARIABLE} is default or ephemeral, not {mode!r}")
+    return mode == "default"
+
+
 def _pick_port(preferred: int, taken: set[int]) -> int:
-    port = preferred if preferred not in taken and _port_free(preferred) else free_port()
+    usable = _prefer_default_ports() and preferred not in taken and _port_free(preferred)
+    port = preferred if usable else free_port()
     while port in taken:
         port = free_port()
     taken.add(port)
@@ -200,7 +214,7 @@ class LocalCluster:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.zookeeper_connect is None:
             self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper", port=0)
-            preferred = 2181 if _port_free(2181) else 0
+            preferred = 2181 if _prefer_default_ports() and _port_free(2181) else 0
             self.zookeeper.port = preferred
             self.zookeeper.start(detach=detach)
             self.zookeeper_connect = self.zookeeper.connect_string
