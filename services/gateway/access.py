@@ -47,6 +47,7 @@ from services.gateway.rest_acls import (
     FILTERED,
     GROUP_PARAMS,
     RULES,
+    TOPIC_ENTRIES_FILTERED,
     TOPIC_PARAMS,
     Need,
     Source,
@@ -197,11 +198,24 @@ def visible(
     request: Request, acl: Authorizer | None, resource_type: ResourceType, names: Iterable[str]
 ) -> list[str]:
     """The names of a list the caller may DESCRIBE (all of them without an authorizer)."""
+    template = getattr(request.scope.get("route"), "path", request.url.path)
+    assert FILTERED.get((request.method, template)) is resource_type, template
+    return _describable(request, acl, resource_type, names)
+
+
+def describable_topics(request: Request, acl: Authorizer | None, topics: Iterable[str]) -> set[str]:
+    """Of a group's topics, those whose offsets and lags the caller may see."""
+    template = getattr(request.scope.get("route"), "path", request.url.path)
+    assert (request.method, template) in TOPIC_ENTRIES_FILTERED, template
+    return set(_describable(request, acl, ResourceType.TOPIC, topics))
+
+
+def _describable(
+    request: Request, acl: Authorizer | None, resource_type: ResourceType, names: Iterable[str]
+) -> list[str]:
     names = list(names)
     if acl is None or not acl.enabled:
         return names
-    template = getattr(request.scope.get("route"), "path", request.url.path)
-    assert FILTERED.get((request.method, template)) is resource_type, template
     principal = principal_of(request)
     host = request.client.host if request.client else ""
     return [n for n in names if acl.allowed(principal, host, Operation.DESCRIBE, resource_type, n)]

@@ -8,7 +8,8 @@ the group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), their commits also READ
 DESCRIBE on the group; creating a topic is CREATE on the cluster or on the topic (CreateTopics),
 deleting it DELETE, reading configs DESCRIBE_CONFIGS, adding partitions ALTER. Lists
 (topics, groups) are filtered to what the principal may DESCRIBE, as Metadata and ListGroups
-are; cluster and broker descriptions need nothing, as in Kafka.
+are, and a group's offsets and lags to the topics the principal may DESCRIBE, as OffsetFetch
+answers; cluster and broker descriptions need nothing, as in Kafka.
 """
 
 from __future__ import annotations
@@ -114,5 +115,14 @@ FILTERED: dict[tuple[str, str], ResourceType] = {
     ("GET", "/v3/clusters/{cluster_id}/topics"): TOPIC,
     ("GET", "/v3/clusters/{cluster_id}/consumer-groups"): GROUP,
 }
+# A group's offsets and lags keep only the topics the principal may DESCRIBE, as OffsetFetch
+# answers for all of a group's topics (the gateway itself reads them as a super user).
+TOPIC_ENTRIES_FILTERED: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("GET", "/groups/{group}"),
+        ("GET", f"{V3_GROUP}/lags"),
+        ("GET", f"{V3_GROUP}/lag-summary"),
+    }
+)
 TOPIC_PARAMS = ("topic", "topic_name")
 GROUP_PARAMS = ("group", "group_id")

@@ -38,6 +38,8 @@ class ClientSide:
     """What the workload's clients need: the secured bootstrap and their security options."""
 
     bootstrap: str
+    # broker id -> its SASL_SSL port, the one replication runs over
+    inter_broker_ports: dict[int, int]
     confluent: dict[str, Any]
     kafka_python: dict[str, Any]
 
@@ -63,16 +65,17 @@ def secure(local: LocalCluster, workdir: Path, zk_connect: str) -> ClientSide:
             "PAFKA_BROKER_INTER_BROKER_SASL_PASSWORD": PASSWORD,
         }
     )
-    secured_ports = []
+    secured_ports: dict[int, int] = {}
     for broker in local.brokers():
         port = free_port()
-        secured_ports.append(port)
+        secured_ports[broker.id] = port
         local.service_env.setdefault(broker.name, {})["PAFKA_BROKER_LISTENERS"] = (
             f"PLAINTEXT://{broker.host}:{broker.port},SASL_SSL://{broker.host}:{port}"
         )
-    bootstrap = ",".join(f"127.0.0.1:{p}" for p in secured_ports)
+    bootstrap = ",".join(f"127.0.0.1:{p}" for p in secured_ports.values())
     return ClientSide(
         bootstrap=bootstrap,
+        inter_broker_ports=secured_ports,
         confluent={
             "security.protocol": "SASL_SSL",
             "ssl.ca.location": str(ca.ca.cert),

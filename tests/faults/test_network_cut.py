@@ -21,6 +21,7 @@ import pytest
 from kafka.protocol.producer import ProduceResponse
 
 from tests.faults.conftest import fault_cluster_with
+from tests.faults.secured import ClientSide
 from tests.integration.conftest import ClusterHandle
 from tests.integration.wire import produce_request, roundtrip
 from tests.unit.records_util import build_batch
@@ -89,7 +90,9 @@ def test_followers_fetch_again_within_seconds_of_a_healed_cut(cut_cluster: Clust
     cut_cluster.create_topic("cut", partitions=1, replication_factor=3)
     state = cut_cluster.partition_state("cut", 0)
     leader = cut_cluster.broker_address(state.leader)
-    port = leader[1]
+    # The port followers fetch from: the SASL_SSL listener on a cluster secured end to end.
+    secured: ClientSide | None = getattr(cut_cluster, "clients", None)
+    port = secured.inter_broker_ports[state.leader] if secured else leader[1]
 
     def isr() -> tuple[int, ...]:
         return tuple(cut_cluster.partition_state("cut", 0).isr)

@@ -22,7 +22,14 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -313,6 +320,57 @@ def test_lists_show_only_what_the_principal_may_describe(setup: Setup) -> None:
         nobody = {"Authorization": "Basic " + base64.b64encode(b"bob:wrong").decode()}
         refused = http.get("/topics", headers=nobody)
         assert refused.status_code == 401 and refused.json()["error_code"] == 40101
+
+
+def test_a_groups_offsets_and_lags_show_only_describable_topics(setup: Setup) -> None:
+    """OffsetFetch for all of a group's topics answers only those the principal may DESCRIBE;
+    the gateway's lags, lag summary and group description keep exactly the same topics."""
+    hidden, group = f"hidden-{uuid.uuid4().hex[:6]}", f"lagged-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient(setup.kafka("broker"))
+    admin.create_topics([NewTopic(hidden, 1, 2)])[hidden].result(30)
+    Producer(setup.kafka("broker")).produce(hidden, b"unread")
+    committer = Consumer(setup.kafka("broker", **{"group.id": group}))
+    committer.commit(
+        offsets=[TopicPartition(SHARED, 0, 0), TopicPartition(hidden, 0, 0)], asynchronous=False
+    )
+    committer.close()
+    setup.acls(
+        "add", "--allow-principal", "User:alice", "--operation", "Describe", "--group", group
+    )
+    setup.acls(
+        "add", "--allow-principal", "User:alice", "--operation", "Describe", "--topic", SHARED
+    )
+
+    alice = AdminClient(setup.kafka("alice"))  # kept: a destroyed client fails its futures
+
+    def kafka_topics() -> set[str]:
+        answer = alice.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
+        return {tp.topic for tp in answer[group].result(30).topic_partitions}
+
+    v3 = f"/v3/clusters/{setup.cluster_id}/consumer-groups/{group}"
+    with httpx.Client(base_url=setup.gateway, timeout=30) as http:
+
+        def rest(path: str) -> Any:
+            answer = http.get(path, headers=setup.rest_headers("alice"))
+            assert answer.status_code == 200, answer.text
+            return answer.json()
+
+        _eventually(lambda: kafka_topics() == {SHARED})
+        assert {x["topic_name"] for x in rest(f"{v3}/lags")["data"]} == {SHARED}
+        assert rest(f"{v3}/lag-summary")["max_lag_topic_name"] == SHARED
+        assert {x["topic"] for x in rest(f"/groups/{group}")["partitions"]} == {SHARED}
+        hidden_lag = http.get(
+            f"{v3}/lags/{hidden}/partitions/0", headers=setup.rest_headers("alice")
+        )
+        assert hidden_lag.status_code == 403, hidden_lag.text
+        # Granting DESCRIBE on the other topic shows it, over both protocols.
+        setup.acls(
+            "add", "--allow-principal", "User:alice", "--operation", "Describe", "--topic", hidden
+        )
+        _eventually(lambda: kafka_topics() == {SHARED, hidden})
+        lags = rest(f"{v3}/lags")["data"]
+        assert {x["topic_name"] for x in lags} == {SHARED, hidden}
+        assert rest(f"{v3}/lag-summary")["total_lag"] == sum(x["lag"] for x in lags)
 
 
 def _eventually(check: Callable[[], bool]) -> None:

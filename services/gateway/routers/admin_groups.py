@@ -19,7 +19,7 @@ from pafka.client.groups import DescribedMember, GroupDescription
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import GroupIdNotFoundError, PafkaError, RestError
 from pafka.security.acls import ResourceType
-from services.gateway.access import visible
+from services.gateway.access import describable_topics, visible
 from services.gateway.context import Ctx
 from services.gateway.errors import UNKNOWN_CONSUMER_INSTANCE, UNKNOWN_PARTITION
 from services.gateway.models.admin_groups import (
@@ -229,13 +229,22 @@ def _lags(at: Links, group: str, lags: list[PartitionLag]) -> list[ConsumerLag]:
 
 
 @router.get("/{cluster_id}/consumer-groups/{group_id}/lags", response_model=ConsumerLagList)
-async def list_lags(group_id: str, at: At, client: Admin) -> ConsumerLagList:
-    _, lags = await client.group_lags(group_id, COMMITTED_ONLY)
+async def list_lags(
+    group_id: str, request: Request, at: At, client: Admin, ctx: Ctx
+) -> ConsumerLagList:
     return ConsumerLagList(
         kind="KafkaConsumerLagList",
         metadata=at.listing("consumer-groups", group_id, "lags"),
-        data=_lags(at, group_id, lags),
+        data=await _visible_lags(request, at, client, ctx, group_id),
     )
+
+
+async def _visible_lags(
+    request: Request, at: At, client: Admin, ctx: Ctx, group_id: str
+) -> list[ConsumerLag]:
+    _, lags = await client.group_lags(group_id, COMMITTED_ONLY)
+    shown = describable_topics(request, ctx.authorizer, {x.topic for x in lags})
+    return _lags(at, group_id, [x for x in lags if x.topic in shown])
 
 
 @router.get(
@@ -260,9 +269,10 @@ async def get_lag(
 
 
 @router.get("/{cluster_id}/consumer-groups/{group_id}/lag-summary", response_model=LagSummary)
-async def lag_summary(group_id: str, at: At, client: Admin) -> LagSummary:
-    _, partition_lags = await client.group_lags(group_id, COMMITTED_ONLY)
-    lags = _lags(at, group_id, partition_lags)
+async def lag_summary(
+    group_id: str, request: Request, at: At, client: Admin, ctx: Ctx
+) -> LagSummary:
+    lags = await _visible_lags(request, at, client, ctx, group_id)
     top = max(lags, key=lambda x: x.lag, default=None)
     return LagSummary(
         kind="KafkaConsumerGroupLagSummary",

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, Body, Depends, Path, Response
+from fastapi import APIRouter, Body, Depends, Path, Request, Response
 from fastapi.responses import JSONResponse
 
 from pafka.client import group_lags
@@ -46,6 +46,7 @@ from pafka.errors import (
 )
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.zk.znodes import ConsumerGroupZNodes, GroupZNode
+from services.gateway.access import describable_topics
 from services.gateway.context import GatewayContext, context
 from services.gateway.errors import (
     ILLEGAL_STATE,
@@ -265,7 +266,9 @@ async def leave(
     summary="Members, their assignments, committed offsets and lag",
     responses={404: {"description": "The group does not exist"}},
 )
-async def describe(group: GroupId, ctx: Annotated[GatewayContext, Depends(context)]) -> GroupView:
+async def describe(
+    group: GroupId, request: Request, ctx: Annotated[GatewayContext, Depends(context)]
+) -> GroupView:
     groups = ctx.groups
     description, committed, node = await asyncio.gather(
         groups.describe(group), groups.fetch_offsets(group), _group_node(ctx, group)
@@ -273,7 +276,9 @@ async def describe(group: GroupId, ctx: Annotated[GatewayContext, Depends(contex
     if description.state == "Dead" and not committed:
         raise GroupIdNotFoundError(f"group {group!r} does not exist")
     assigned = {tp for m in description.members for tp in m.assigned_partitions()}
-    partitions = await _all_partitions(groups, {t for t, _ in {*assigned, *committed}})
+    topics = describable_topics(request, ctx.authorizer, {t for t, _ in {*assigned, *committed}})
+    committed = {tp: at for tp, at in committed.items() if tp[0] in topics}
+    partitions = await _all_partitions(groups, topics)
     ends = await group_lags.log_end_offsets(ctx.cluster, partitions, IsolationLevel.READ_COMMITTED)
     return GroupView(
         group=group,
