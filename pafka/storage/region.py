@@ -54,6 +54,15 @@ class FileRegion:
             raise KafkaStorageError(f"file region shrank: {len(data)} of {want} bytes left")
         return data
 
+    def read_into(self, target: memoryview) -> None:
+        """Fill ``target`` (``length`` bytes) with the region's bytes: one copy, no allocation."""
+        done = 0
+        while done < self.length:
+            got = os.preadv(self.fileno(), [target[done : self.length]], self.offset + done)
+            if got == 0:
+                raise KafkaStorageError(f"file region shrank: {done} of {self.length} bytes left")
+            done += got
+
     def close(self) -> None:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1

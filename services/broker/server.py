@@ -38,7 +38,7 @@ from pafka.security.listeners import Endpoint
 from pafka.security.sasl_state import SaslState
 from pafka.security.tls import principal_of
 from pafka.storage.region import FileRegion, close_regions
-from services.broker.send_pieces import DirectSender, Piece, socket_fd
+from services.broker.send_pieces import DirectSender, Piece, encrypts, joined, socket_fd
 from services.broker.session import ConnectionSession
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,7 @@ class _Connection(asyncio.Protocol):
         self._pending_bytes = 0
         self._pending_regions = 0
         self._sender: DirectSender | None = None
+        self._encrypted = False
         self._close_when_sent = False
         self._flush_scheduled = False
         self._reading_paused = False
@@ -193,6 +194,7 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio's, but have the same methods.
         self._transport = cast(asyncio.Transport, transport)
+        self._encrypted = encrypts(transport)
         self._sender = DirectSender(
             self._transport,
             socket_fd(transport),
@@ -387,6 +389,8 @@ class _Connection(asyncio.Protocol):
             buffers = cast(list[Buffer], pending)
             if len(buffers) == 1:
                 self._transport.write(buffers[0])
+            elif self._encrypted:
+                self._transport.write(joined(buffers))  # one TLS record run, not one per piece
             else:
                 self._transport.writelines(buffers)
 
