@@ -54,13 +54,17 @@ class FileRegion:
             raise KafkaStorageError(f"file region shrank: {len(data)} of {want} bytes left")
         return data
 
-    def read_into(self, target: memoryview) -> None:
-        """Fill ``target`` (``length`` bytes) with the region's bytes: one copy, no allocation."""
+    def read_into(self, target: memoryview, start: int = 0) -> None:
+        """Fill ``target`` with the region's bytes from ``start`` (relative): one copy, no
+        allocation."""
+        want = len(target)
+        if start + want > self.length:
+            raise ValueError(f"{want} bytes from {start} are past the region's {self.length}")
         done = 0
-        while done < self.length:
-            got = os.preadv(self.fileno(), [target[done : self.length]], self.offset + done)
+        while done < want:
+            got = os.preadv(self.fileno(), [target[done:]], self.offset + start + done)
             if got == 0:
-                raise KafkaStorageError(f"file region shrank: {done} of {self.length} bytes left")
+                raise KafkaStorageError(f"file region shrank: {done} of {want} bytes left")
             done += got
 
     def close(self) -> None:

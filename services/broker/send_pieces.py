@@ -9,10 +9,12 @@ written through the transport, so the byte stream keeps its order. A transport w
 already buffered, a TLS transport or one without a socket gets the pieces as before, regions
 read with ``pread``.
 
-A TLS transport gets what one flush holds as a single buffer: it encrypts each buffer it is
-given into records of its own, so a batch of small responses written piece by piece would cost
-a record, a MAC and a call into OpenSSL per piece. The regions are read straight into that
-buffer, so joining costs no copy beyond the read.
+A TLS transport gets what one flush holds in buffers of 64 KiB. Smaller would cost more: it
+encrypts each buffer it is given into records of its own, so small responses written piece by
+piece would cost a record, a MAC and a call into OpenSSL each. Larger would too: it encrypts a
+whole buffer into its memory BIO before sending any of it, and that BIO reallocates (and wipes)
+its memory as it grows, so a megabyte written at once is copied several times over. The
+regions are read straight into the buffers, so chunking costs no copy beyond the read.
 
 This is done with a non-blocking socket for both event loops: uvloop has no ``loop.sendfile``.
 """
@@ -22,13 +24,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from pafka.errors import KafkaStorageError
 from pafka.protocol.wire import Buffer
 from pafka.storage.region import FileRegion, close_regions
 
 Piece = Buffer | FileRegion
+TLS_CHUNK_BYTES = 64 * 1024
 # writev takes at most IOV_MAX (1024 on Linux) buffers.
 MAX_WRITEV_BUFFERS = 1024
 
@@ -48,19 +51,33 @@ def encrypts(transport: asyncio.BaseTransport) -> bool:
     return transport.get_extra_info("sslcontext") is not None
 
 
-def joined(pieces: Sequence[Piece]) -> bytearray:
-    """The pieces in one buffer, regions read into it in place."""
-    out = bytearray(sum(len(piece) for piece in pieces))
-    view = memoryview(out)
-    at = 0
+def tls_chunks(pieces: Sequence[Piece]) -> Iterator[bytearray]:
+    """The pieces in buffers of ``TLS_CHUNK_BYTES`` (the last one shorter), regions read into
+    them in place. A new buffer each: the transport may keep one it could not encrypt yet."""
+    left = sum(len(piece) for piece in pieces)
+    out = bytearray(min(TLS_CHUNK_BYTES, left))
+    fill = 0
     for piece in pieces:
-        size = len(piece)
-        if isinstance(piece, FileRegion):
-            piece.read_into(view[at : at + size])
-        else:
-            view[at : at + size] = piece
-        at += size
-    return out
+        source = piece if isinstance(piece, FileRegion) else memoryview(piece).cast("B")
+        done = 0
+        while done < len(source):
+            take = min(len(out) - fill, len(source) - done)
+            target = memoryview(out)[fill : fill + take]
+            if isinstance(source, FileRegion):
+                source.read_into(target, done)
+            else:
+                target[:] = source[done : done + take]
+            fill += take
+            done += take
+            if fill == len(out):
+                yield out
+                left -= fill
+                out, fill = bytearray(min(TLS_CHUNK_BYTES, left)), 0
+
+
+def write_encrypted(transport: asyncio.Transport, pieces: Sequence[Piece]) -> None:
+    for chunk in tls_chunks(pieces):
+        transport.write(chunk)
 
 
 def materialized(pieces: list[Piece], skip_bytes: int = 0) -> list[Buffer]:
@@ -115,7 +132,7 @@ class DirectSender:
         if self._fd is None or self._transport.get_write_buffer_size() > 0:
             try:
                 if self._coalesce:
-                    self._transport.write(joined(pieces))
+                    write_encrypted(self._transport, pieces)
                 else:
                     self._transport.writelines(materialized(pieces))
             except (OSError, KafkaStorageError) as exc:

@@ -38,7 +38,7 @@ from pafka.security.listeners import Endpoint
 from pafka.security.sasl_state import SaslState
 from pafka.security.tls import principal_of
 from pafka.storage.region import FileRegion, close_regions
-from services.broker.send_pieces import DirectSender, Piece, encrypts, joined, socket_fd
+from services.broker.send_pieces import DirectSender, Piece, encrypts, socket_fd, write_encrypted
 from services.broker.session import ConnectionSession
 
 log = logging.getLogger(__name__)
@@ -390,7 +390,7 @@ class _Connection(asyncio.Protocol):
             if len(buffers) == 1:
                 self._transport.write(buffers[0])
             elif self._encrypted:
-                self._transport.write(joined(buffers))  # one TLS record run, not one per piece
+                write_encrypted(self._transport, buffers)  # few TLS records, not one per piece
             else:
                 self._transport.writelines(buffers)
 

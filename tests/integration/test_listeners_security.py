@@ -202,6 +202,39 @@ def test_librdkafka_produces_and_consumes_over_each_listener(
     _round_trip(secure, listener)
 
 
+def test_large_fetches_over_tls_arrive_whole(secure: SecureCluster) -> None:
+    """Fetch responses of many megabytes go out over TLS in 64 KiB chunks (regions read into
+    them): every byte arrives, in order, to a consumer reading them in large fetches."""
+    topic = _topic(secure, "SSL")
+    producer = Producer(secure.confluent("SSL", acks="all", **{"linger.ms": 20}))
+    sent = [os.urandom(100_000) for _ in range(80)]
+    for value in sent:
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(60) == 0
+    consumer = Consumer(
+        secure.confluent(
+            "SSL",
+            **{
+                "group.id": f"g-{topic}",
+                "enable.auto.commit": False,
+                "fetch.max.bytes": 16 * 1024 * 1024,
+                "max.partition.fetch.bytes": 8 * 1024 * 1024,
+            },
+        )
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            for message in consumer.consume(100, 1.0):
+                assert message.error() is None, message.error()
+                got.append(message.value())
+    finally:
+        consumer.close()
+    assert got == sent
+
+
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_every_sasl_mechanism_authenticates_against_the_one_credential_store(
     secure: SecureCluster, mechanism: str

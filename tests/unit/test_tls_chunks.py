@@ -1,4 +1,4 @@
-"""A TLS connection's pieces joined into one buffer, regions read into it in place."""
+"""A TLS connection's pieces in chunks, regions read into them in place."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pafka.errors import KafkaStorageError
 from pafka.storage.region import FileRegion
-from services.broker.send_pieces import Piece, joined
+from services.broker.send_pieces import TLS_CHUNK_BYTES, Piece, tls_chunks
 
 
 @pytest.fixture
@@ -27,14 +27,16 @@ def segment() -> Iterator[int]:
     parts=st.lists(
         st.one_of(
             st.binary(max_size=64).map(lambda b: ("buffer", b)),
-            st.tuples(st.integers(0, 16_000), st.integers(0, 300)).map(lambda r: ("region", r)),
+            st.tuples(st.integers(0, 100_000), st.integers(0, 150_000)).map(
+                lambda r: ("region", r)
+            ),
         ),
         max_size=12,
     )
 )
-def test_joined_is_the_pieces_in_order(parts: list[tuple[str, object]]) -> None:
+def test_the_chunks_are_the_pieces_in_order(parts: list[tuple[str, object]]) -> None:
     with tempfile.TemporaryFile() as f:
-        content = os.urandom(16_384)
+        content = os.urandom(250_000)
         f.write(content)
         f.flush()
         pieces: list[Piece] = []
@@ -50,7 +52,10 @@ def test_joined_is_the_pieces_in_order(parts: list[tuple[str, object]]) -> None:
                 pieces.append(FileRegion.of(f.fileno(), offset, length))
                 expected += content[offset : offset + length]
         try:
-            assert bytes(joined(pieces)) == expected
+            chunks = list(tls_chunks(pieces))
+            assert b"".join(chunks) == expected
+            assert all(len(c) == TLS_CHUNK_BYTES for c in chunks[:-1])
+            assert all(chunks), "no empty chunk"
         finally:
             for piece in pieces:
                 if isinstance(piece, FileRegion):
@@ -61,6 +66,6 @@ def test_a_region_whose_file_shrank_is_a_storage_error(segment: int) -> None:
     region = FileRegion(segment, 16_000, 1_000)  # the file holds 16,384 bytes
     try:
         with pytest.raises(KafkaStorageError, match="shrank"):
-            joined([b"header", region])
+            list(tls_chunks([b"header", region]))
     finally:
         region.close()
