@@ -97,7 +97,7 @@ lint: deps
 	$(VENV)/bin/mypy
 
 test: test-deps lint
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=30
 
 test-faults: deps
 	$(VENV)/bin/pytest -q -m faults
