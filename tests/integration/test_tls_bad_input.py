@@ -19,7 +19,6 @@ import socket
 import ssl
 import struct
 import time
-import urllib.request
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,13 +28,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.sasl import SaslHandshakeRequest
-from kazoo.client import KazooClient
 
-from pafka.admin.scram_users import alter_user, upsert
 from pafka.local.certs import ThrowawayCa
 from pafka.local.cluster import LocalCluster
 from pafka.local.zookeeper import ZooKeeperServer, free_port
-from pafka.security.scram_credentials import ScramCredential
+from tests.integration.secure_cluster import add_scram_user, lone_broker, open_connections, tls_env
 
 AUTHENTICATION_TIMEOUT_MS = 1500
 # A connection is closed at most this long after it opened: the handshake deadline, or the
@@ -68,13 +65,7 @@ class Target:
         return ssl.create_default_context(cafile=self.ca_file)
 
     def open_connections(self) -> float:
-        broker = self.local.brokers()[0]
-        with urllib.request.urlopen(f"{broker.http_url}/metrics", timeout=10) as answer:
-            text = answer.read().decode()
-        for line in text.splitlines():
-            if line.startswith("kafka_server_socket_server_metrics_connection_count "):
-                return float(line.split()[1])
-        raise AssertionError("no connection count exported")
+        return open_connections(self.local.brokers()[0])
 
     def descriptors(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
@@ -82,7 +73,7 @@ class Target:
     def client_works(self, listener: str) -> None:
         from confluent_kafka.admin import AdminClient
 
-        config = {
+        config: dict[str, str | int | float | bool] = {
             "bootstrap.servers": f"127.0.0.1:{self.ports[listener]}",
             "security.protocol": listener,
             "ssl.ca.location": self.ca_file,
@@ -101,34 +92,18 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     zk = ZooKeeperServer(Path(tmp_path_factory.mktemp("tls-bad-zk")))
     zk.start()
     try:
-        client = KazooClient(hosts=zk.connect_string)
-        client.start(timeout=15)
-        alter_user(
-            client, "alice", upsert(MECHANISM, ScramCredential.from_password(MECHANISM, PASSWORD))
-        )
-        client.stop()
-        client.close()
+        add_scram_user(zk.connect_string, "alice", MECHANISM, PASSWORD)
         ports = {SSL: free_port(), SASL_SSL: free_port()}
-        local = LocalCluster(
+        local = lone_broker(
             Path(tmp_path_factory.mktemp("tls-bad")),
-            brokers=1,
-            controllers=1,
-            zookeeper=zk.connect_string,
-            broker_env={
-                "PAFKA_BROKER_SSL_CERTFILE": str(server.cert),
-                "PAFKA_BROKER_SSL_KEYFILE": str(server.key),
-                "PAFKA_BROKER_SSL_CAFILE": str(ca.ca.cert),
+            zk.connect_string,
+            ports,
+            {
+                **tls_env(server, str(ca.ca.cert)),
                 "PAFKA_BROKER_AUTHENTICATION_TIMEOUT_MS": str(AUTHENTICATION_TIMEOUT_MS),
                 "PAFKA_BROKER_SASL_ENABLED_MECHANISMS": MECHANISM,
             },
         )
-        plain = local.broker(1).port
-        local.service_env["broker-1"] = {
-            "PAFKA_BROKER_LISTENERS": ",".join(
-                [f"PLAINTEXT://127.0.0.1:{plain}"]
-                + [f"{name}://127.0.0.1:{port}" for name, port in ports.items()]
-            )
-        }
         try:
             local.start()
             yield Target(local, ports, str(ca.ca.cert))
