@@ -11,7 +11,6 @@ from __future__ import annotations
 import socket
 import struct
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,12 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
-from kazoo.client import KazooClient
 
-from pafka.admin.scram_users import alter_user, upsert
 from pafka.local.cluster import LocalCluster
 from pafka.local.zookeeper import ZooKeeperServer, free_port
-from pafka.security.scram_credentials import ScramCredential
+from tests.integration.secure_cluster import add_scram_user, lone_broker, open_connections
 
 AUTHENTICATION_TIMEOUT_MS = 1500
 IDLE_CONNECTIONS = 200
@@ -41,13 +38,7 @@ class Target:
         return socket.create_connection(("127.0.0.1", self.port), timeout=10)
 
     def open_connections(self) -> float:
-        broker = self.local.brokers()[0]
-        with urllib.request.urlopen(f"{broker.http_url}/metrics", timeout=10) as answer:
-            text = answer.read().decode()
-        for line in text.splitlines():
-            if line.startswith("kafka_server_socket_server_metrics_connection_count "):
-                return float(line.split()[1])
-        raise AssertionError("no connection count exported")
+        return open_connections(self.local.brokers()[0])
 
     def login_works(self) -> None:
         from confluent_kafka.admin import AdminClient
@@ -69,33 +60,17 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     zk = ZooKeeperServer(Path(tmp_path_factory.mktemp("sasl-bad-zk")))
     zk.start()
     try:
-        client = KazooClient(hosts=zk.connect_string)
-        client.start(timeout=15)
-        mechanism = "SCRAM-SHA-256"
-        alter_user(
-            client,
-            "alice",
-            upsert(mechanism, ScramCredential.from_password(mechanism, "alice-secret")),
-        )
-        client.stop()
-        client.close()
+        add_scram_user(zk.connect_string, "alice", "SCRAM-SHA-256", "alice-secret")
         port = free_port()
-        local = LocalCluster(
+        local = lone_broker(
             Path(tmp_path_factory.mktemp("sasl-bad")),
-            brokers=1,
-            controllers=1,
-            zookeeper=zk.connect_string,
-            broker_env={
+            zk.connect_string,
+            {"SASL_PLAINTEXT": port},
+            {
                 "PAFKA_BROKER_AUTHENTICATION_TIMEOUT_MS": str(AUTHENTICATION_TIMEOUT_MS),
                 "PAFKA_BROKER_SASL_ENABLED_MECHANISMS": "SCRAM-SHA-256,PLAIN",
             },
         )
-        plain = local.broker(1).port
-        local.service_env["broker-1"] = {
-            "PAFKA_BROKER_LISTENERS": (
-                f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{port}"
-            )
-        }
         try:
             local.start()
             yield Target(local, port)
