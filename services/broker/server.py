@@ -40,6 +40,7 @@ from pafka.security.tls import principal_of
 from pafka.storage.region import FileRegion, close_regions
 from services.broker.send_pieces import DirectSender, Piece, encrypts, socket_fd, write_encrypted
 from services.broker.session import ConnectionSession
+from services.broker.tls_accept import HandshakeKey, TlsAcceptor, listening_socket
 
 log = logging.getLogger(__name__)
 
@@ -86,23 +87,36 @@ class KafkaServer:
         self._max_connections = max_connections
         self._on_connection_count = on_connection_count
         self._connections: set[_Connection] = set()
+        # TLS connections accepted, counted, and still in their handshake (tls_accept.py).
+        self._handshaking: set[HandshakeKey] = set()
         self._servers: list[asyncio.Server] = []
+        self._acceptors: list[TlsAcceptor] = []
         self.network = network
         self._idle_sweeper: asyncio.Task[None] | None = None
 
     async def start(self, endpoint: Endpoint, ssl_context: ssl.SSLContext | None = None) -> int:
         """Listen on one listener; returns the port bound (the one chosen for port 0)."""
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(
-            lambda: _Connection(self, endpoint),
-            endpoint.host or None,
-            endpoint.port,
-            ssl=ssl_context,
-            ssl_handshake_timeout=self.authentication_timeout_s if ssl_context else None,
-        )
-        self._servers.append(server)
         if self._idle_sweeper is None:
             self._idle_sweeper = loop.create_task(self._close_idle())
+        if ssl_context is not None:
+            acceptor = TlsAcceptor(
+                listening_socket(endpoint.host, endpoint.port),
+                ssl_context,
+                make_protocol=lambda key: _Connection(self, endpoint, handshake=key),
+                handshake_timeout_s=self.authentication_timeout_s,
+                keepalive=self.network.keepalive,
+                admit=self._admit_handshake,
+                release=self._handshake_ended,
+            )
+            acceptor.start()
+            self._acceptors.append(acceptor)
+            tls_port: int = acceptor.sock.getsockname()[1]
+            return tls_port
+        server = await loop.create_server(
+            lambda: _Connection(self, endpoint), endpoint.host or None, endpoint.port
+        )
+        self._servers.append(server)
         bound: int = server.sockets[0].getsockname()[1]
         return bound
 
@@ -134,6 +148,8 @@ class KafkaServer:
             self._idle_sweeper.cancel()
         for server in self._servers:
             server.close()
+        for acceptor in self._acceptors:
+            await acceptor.close()
         tasks = [c.task for c in self._connections if c.task is not None]
         for connection in list(self._connections):
             connection.abort()
@@ -143,28 +159,54 @@ class KafkaServer:
         for server in self._servers:
             await server.wait_closed()
 
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections) + len(self._handshaking)
+
+    def _full(self, host: str) -> bool:
+        if self.connection_count < self._max_connections:
+            return False
+        log.warning("refusing connection from %s: %d open", host, self.connection_count)
+        return True
+
+    def _admit_handshake(self, key: HandshakeKey, host: str) -> bool:
+        if self._full(host):
+            return False
+        self._handshaking.add(key)
+        self._on_connection_count(self.connection_count)
+        return True
+
+    def _handshake_ended(self, key: HandshakeKey) -> None:
+        if key in self._handshaking:  # failed: an established one was moved by _opened
+            self._handshaking.discard(key)
+            self._on_connection_count(self.connection_count)
+
     def _opened(self, connection: _Connection) -> bool:
-        if len(self._connections) >= self._max_connections:
-            log.warning(
-                "refusing connection from %s: %d open", connection.host, len(self._connections)
-            )
+        admitted = connection.handshake
+        if admitted is not None and admitted in self._handshaking:
+            self._handshaking.discard(admitted)  # counted since it was accepted
+        elif self._full(connection.host):
             return False
         self._connections.add(connection)
-        self._on_connection_count(len(self._connections))
+        self._on_connection_count(self.connection_count)
         return True
 
     def _closed(self, connection: _Connection) -> None:
         if connection in self._connections:
             self._connections.discard(connection)
-            self._on_connection_count(len(self._connections))
+            self._on_connection_count(self.connection_count)
 
 
 class _Connection(asyncio.Protocol):
     """One client connection: frames in, a task handling them in order, coalesced writes out."""
 
-    def __init__(self, server: KafkaServer, endpoint: Endpoint) -> None:
+    def __init__(
+        self, server: KafkaServer, endpoint: Endpoint, handshake: HandshakeKey | None = None
+    ) -> None:
         self._server = server
         self._endpoint = endpoint
+        # The key a TLS connection was admitted (and counted) under when it was accepted.
+        self.handshake = handshake
         self.session = ConnectionSession(host="unknown")
         self._decoder = FrameDecoder(server._max_frame_bytes)
         self._frames: collections.deque[memoryview] = collections.deque()

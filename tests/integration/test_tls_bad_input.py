@@ -330,6 +330,8 @@ def test_many_connections_stalled_mid_handshake_are_closed_and_nothing_leaks(
         target.client_works(SSL)
         target.client_works(SASL_SSL)
         assert target.descriptors() >= descriptors + IDLE_CONNECTIONS // 2, "stalled ones held"
+        # Counted from the moment they were accepted, handshake or not, as Kafka counts them.
+        assert target.open_connections() >= connections + IDLE_CONNECTIONS // 2
         deadline = time.monotonic() + CLOSE_BOUND_S
         for sock in stalled:
             _until_closed(sock, max(0.5, deadline - time.monotonic()))
@@ -345,6 +347,58 @@ def test_many_connections_stalled_mid_handshake_are_closed_and_nothing_leaks(
         time.sleep(0.5)
     target.client_works(SSL)
     target.client_works(SASL_SSL)
+
+
+MAX_CONNECTIONS = 20
+
+
+def test_connections_mid_handshake_count_against_max_connections(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Stalled handshakes cannot take more descriptors than ``max.connections`` allows: past
+    the limit a TLS connection is closed as soon as it is accepted."""
+    ca = ThrowawayCa.create(tmp_path_factory.mktemp("tls-limit-ca"))
+    server = ca.issue("broker", "/CN=localhost", server=True)
+    zk = ZooKeeperServer(Path(tmp_path_factory.mktemp("tls-limit-zk")))
+    zk.start()
+    ports = {SSL: free_port()}
+    local = lone_broker(
+        Path(tmp_path_factory.mktemp("tls-limit")),
+        zk.connect_string,
+        ports,
+        {
+            **tls_env(server, str(ca.ca.cert)),
+            # Long enough that no stalled handshake ends during the test's own count.
+            "PAFKA_BROKER_AUTHENTICATION_TIMEOUT_MS": "20000",
+            "PAFKA_BROKER_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
+        },
+    )
+    stalled: list[socket.socket] = []
+    try:
+        local.start()
+        target = Target(local, ports, str(ca.ca.cert))
+        descriptors = target.descriptors()
+        for _ in range(3 * MAX_CONNECTIONS):
+            stalled.append(target.connect(SSL))
+        refused = sum(1 for sock in stalled if _closed_at_once(sock))
+        assert refused >= 2 * MAX_CONNECTIONS - 2, f"only {refused} refused"
+        assert target.open_connections() <= MAX_CONNECTIONS
+        assert target.descriptors() <= descriptors + MAX_CONNECTIONS + 2
+    finally:
+        for sock in stalled:
+            sock.close()
+        local.stop()
+        zk.stop()
+
+
+def _closed_at_once(sock: socket.socket) -> bool:
+    sock.settimeout(2)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False  # admitted: its handshake waits for a ClientHello
+    except ConnectionResetError:
+        return True
 
 
 def test_bad_input_left_no_traceback_in_the_broker_log(target: Target) -> None:
