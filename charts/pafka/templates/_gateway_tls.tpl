@@ -15,6 +15,12 @@ false nothing here renders, and the gateway's pods stay as they were. */}}
 {{- if and .Values.gateway.tls.enabled (eq .Values.gateway.tls.clientAuth "required") -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when a caller mounts files of the Secret: the CA to check the gateway with, or the
+certificate it presents. */}}
+{{- define "pafka.gateway.clientFiles" -}}
+{{- if and .Values.gateway.tls.enabled (or .Values.gateway.tls.caKey (include "pafka.gateway.mtls" .)) -}}true{{- end -}}
+{{- end -}}
+
 {{- define "pafka.gateway.scheme" -}}
 {{- if include "pafka.gateway.tls" . -}}https{{- else -}}http{{- end -}}
 {{- end -}}
