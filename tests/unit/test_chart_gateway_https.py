@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import helm_python as helm
-import kubernetes_validate
 import pytest
 
 from pafka.local.certs import ThrowawayCa
@@ -27,9 +26,10 @@ from pafka.spark.gateway import GatewayClient
 from pafka.spark.options import GatewayOptions, parse_read
 from services.gateway.settings import GatewaySettings
 from tests.unit import test_chart
-from tests.unit.test_chart import NAMESPACE, RELEASE, chart, container, lint
+from tests.unit.test_chart import NAMESPACE, RELEASE, chart, container
 from tests.unit.test_chart_security_listeners import (
     SECURED,
+    assert_lints_and_validates,
     merged,
     mounted_files,
     pod_env,
@@ -51,7 +51,7 @@ CERT_MANAGER: dict[str, Any] = merged(
         "metrics": {"serviceMonitor": {"enabled": True}},
     },
 )
-# mTLS with a Secret of the user's own, its key encrypted.
+# mTLS with a Secret of the user's own, its key encrypted (so no ServiceMonitor: see below).
 MTLS: dict[str, Any] = {
     "gateway": {
         "tls": {
@@ -63,8 +63,12 @@ MTLS: dict[str, Any] = {
         },
         "ingress": {"enabled": True, "annotations": {"example.com/team": "data"}},
     },
-    "metrics": {"serviceMonitor": {"enabled": True}},
 }
+# mTLS scraped by Prometheus, which presents the gateway's key: not encrypted.
+MTLS_SCRAPED = merged(
+    MTLS,
+    {"gateway": {"tls": {"keyPasswordKey": ""}}, "metrics": {"serviceMonitor": {"enabled": True}}},
+)
 # A certificate from a CA every caller already trusts: no CA in the Secret.
 PUBLIC_CA: dict[str, Any] = {
     "gateway": {"tls": {"enabled": True, "existingSecret": "rest-tls", "caKey": ""}},
@@ -77,6 +81,7 @@ SECURED_HTTPS = merged(
 VALUE_SETS = {
     "cert-manager": CERT_MANAGER,
     "mtls": MTLS,
+    "mtls-scraped": MTLS_SCRAPED,
     "public-ca": PUBLIC_CA,
     "secured": SECURED_HTTPS,
 }
@@ -116,14 +121,7 @@ def secret_of(value_set: str) -> str:
 @pytest.mark.parametrize("value_set", VALUE_SETS)
 def test_https_values_lint_and_validate(value_set: str) -> None:
     chart().validate_schema(VALUE_SETS[value_set])
-    report = lint(VALUE_SETS[value_set])
-    assert report["errors"] == [], report
-    assert [m for m in report["messages"] if m["severity"] >= 2] == [], report
-    for doc in docs(value_set):
-        if doc["apiVersion"].startswith(("cert-manager.io/", "monitoring.coreos.com/")):
-            assert doc["metadata"]["namespace"] == NAMESPACE and doc["spec"]
-            continue
-        kubernetes_validate.validate(doc, test_chart.KUBERNETES_VERSION, strict=True)
+    assert_lints_and_validates(VALUE_SETS[value_set], docs(value_set))
 
 
 # ---- the gateway ------------------------------------------------------------------------------
@@ -156,7 +154,7 @@ def test_gateway_serves_https_with_the_mounted_files(value_set: str, tmp_path: P
         assert settings.https.cafile is None
     else:
         assert files[settings.https.cafile] == (secret, "ca.crt")
-    assert settings.https.key_password == ("key-secret" if "keyPasswordKey" in tls else None)
+    assert settings.https.key_password == ("key-secret" if tls.get("keyPasswordKey") else None)
     assert settings.https_reload_interval_ms == tls.get("reloadIntervalMs", 60000)
     # The gateway serves its REST port, named for the protocol, as before.
     (port,) = c["ports"]
@@ -269,7 +267,7 @@ def test_certificate_names_the_service_and_the_ingress_host() -> None:
 # ---- everything that calls the gateway ------------------------------------------------------
 
 
-@pytest.mark.parametrize("value_set", VALUE_SETS)
+@pytest.mark.parametrize("value_set", [s for s in VALUE_SETS if s != "mtls"])
 def test_service_monitor_scrapes_the_gateway_over_https(value_set: str) -> None:
     found = docs(value_set)
     (monitor,) = of_kind(found, "ServiceMonitor")
@@ -300,7 +298,7 @@ def test_service_monitor_scrapes_the_gateway_over_https(value_set: str) -> None:
     for cert in of_kind(found, "Certificate"):
         if cert["spec"]["secretName"] == secret:
             assert tls["serverName"] in cert["spec"]["dnsNames"]
-    if value_set == "mtls":
+    if value_set == "mtls-scraped":
         assert tls["cert"] == {"secret": {"name": secret, "key": "tls.crt"}}
         assert tls["keySecret"] == {"name": secret, "key": "tls.key"}
     else:
@@ -319,10 +317,10 @@ def test_helm_test_pod_calls_https_and_checks_the_certificate(value_set: str) ->
         assert "CA_FILE" not in env
     else:
         assert files[env["CA_FILE"]] == (secret, "ca.crt")
-    if value_set == "mtls":
+    if value_set.startswith("mtls"):
         assert files[env["CERT_FILE"]] == (secret, "tls.crt")
         assert files[env["KEY_FILE"]] == (secret, "tls.key")
-        assert env["KEY_PASSWORD"] == "key-secret"
+        assert env.get("KEY_PASSWORD") == ("key-secret" if value_set == "mtls" else None)
     else:
         # The gateway's key stays in the gateway's pods.
         assert not {"CERT_FILE", "KEY_FILE", "KEY_PASSWORD"} & set(env)
@@ -485,6 +483,10 @@ MISSING = {
     "client certificates without a CA": (
         merged(PUBLIC_CA, {"gateway": {"tls": {"clientAuth": "requested"}}}),
         "gateway.tls.clientAuth requested verifies client certificates with the CA",
+    ),
+    "mTLS, an encrypted key and Prometheus": (
+        merged(MTLS_SCRAPED, {"gateway": {"tls": {"keyPasswordKey": "key-password"}}}),
+        "Prometheus presents the gateway's key and cannot read an encrypted one",
     ),
     "mTLS with Spark jobs": (
         merged(MTLS, SPARK_ON),

@@ -52,6 +52,9 @@ controllers read the protocol from it. */}}
 {{- if and $t.enabled (ne $t.clientAuth "none") (not $t.caKey) -}}
 {{- fail (printf "gateway.tls.clientAuth %s verifies client certificates with the CA: set gateway.tls.caKey" $t.clientAuth) -}}
 {{- end -}}
+{{- if and (include "pafka.gateway.mtls" .) $t.keyPasswordKey .Values.metrics.serviceMonitor.enabled -}}
+{{- fail "gateway.tls.clientAuth required with metrics.serviceMonitor: Prometheus presents the gateway's key and cannot read an encrypted one; leave gateway.tls.keyPasswordKey empty" -}}
+{{- end -}}
 {{- if and (include "pafka.gateway.mtls" .) .Values.spark.enabled (or .Values.spark.eventWindows.enabled .Values.spark.topicToParquet.enabled) -}}
 {{- fail "gateway.tls.clientAuth required: the Spark jobs cannot present a client certificate (the pafka connector has no option for one); use requested or none, or disable the Spark applications" -}}
 {{- end -}}
