@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,8 @@ class Pod:
     fields: dict[str, str]
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    # The environment its main container was started with (exec probes run in it).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def render(zk_connect: str, extra: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
@@ -162,18 +165,33 @@ def start(container: dict[str, Any], pod: Pod, names: dict[str, str], tmp: Path)
     # namespace of its own gives each process that, as in Kubernetes.
     argv = ["unshare", "--uts", "sh", "-c", 'hostname "$0" && exec "$@"', pod.name, *argv]
     env |= {"PATH": f"{VENV_BIN}:{os.environ['PATH']}", "PYTHONUNBUFFERED": "1"}
+    pod.env = env
     pod.log = tmp / f"{pod.name}-{container['name']}.log"
     pod.process = subprocess.Popen(
         argv, env=env, stdout=pod.log.open("wb"), stderr=subprocess.STDOUT, cwd=tmp
     )
 
 
-def probe_ok(container: dict[str, Any], ip: str, kind: str) -> bool:
+def probe_ok(container: dict[str, Any], ip: str, kind: str, env: Mapping[str, str]) -> bool:
+    """A probe as the kubelet runs it: an exec probe's command in the container's environment,
+    or an HTTP(S) GET (HTTPS without checking the certificate, as the kubelet does)."""
+    if "exec" in container[kind]:
+        argv = list(container[kind]["exec"]["command"])
+        argv[0] = str(VENV_BIN / argv[0])
+        timeout_s = container[kind].get("timeoutSeconds", 1)
+        try:
+            done = subprocess.run(argv, env=dict(env), capture_output=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return done.returncode == 0
     probe = container[kind]["httpGet"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    url = f"http://{ip}:{ports[probe['port']]}{probe['path']}"
+    scheme = probe.get("scheme", "HTTP").lower()
+    url = f"{scheme}://{ip}:{ports[probe['port']]}{probe['path']}"
+    unchecked = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    unchecked.check_hostname, unchecked.verify_mode = False, ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with urllib.request.urlopen(url, timeout=2, context=unchecked) as response:
             return 200 <= response.status < 400
     except (urllib.error.URLError, OSError):
         return False
@@ -203,7 +221,7 @@ def wait_ready(pods: list[Pod], timeout_s: float) -> None:
     while pending and time.monotonic() < deadline:
         for pod in list(pending):
             assert pod.process is not None and pod.process.poll() is None, pod.name
-            if probe_ok(pod.spec["containers"][0], pod.ip, "readinessProbe"):
+            if probe_ok(pod.spec["containers"][0], pod.ip, "readinessProbe", pod.env):
                 pending.remove(pod)
         time.sleep(0.5)
     assert not pending, f"not ready: {[p.name for p in pending]}"
@@ -248,7 +266,7 @@ def test_chart_pods_form_a_working_cluster(zk_connect: str, tmp_path: Path) -> N
             start(container, pod, names, tmp_path)
         wait_ready(pods, 90)
         for pod in pods:
-            assert probe_ok(pod.spec["containers"][0], pod.ip, "livenessProbe"), pod.name
+            assert probe_ok(pod.spec["containers"][0], pod.ip, "livenessProbe", pod.env), pod.name
 
         # The post-install Job: `pafka topics create` against every advertised broker.
         (job,) = [d for d in docs if d["kind"] == "Job"]

@@ -2,7 +2,9 @@
 them (see test_chart_processes): SASL_SSL inside the cluster with a certificate Secret, SCRAM
 users from each service's Secret created by its init container, the ACL authorizer with pafka's
 own users as super users, gateway tokens, then the users-and-ACLs Job, the topics Job and the
-`helm test` pod, which must still do its round trip through the gateway with its token.
+`helm test` pod, which must still do its round trip through the gateway with its token. The
+gateway serves HTTPS and requires client certificates (its key encrypted): its readiness and
+liveness probes, run as the kubelet would run them, and the test pod present its certificate.
 
 Secrets become local files at the paths each mount names; Secret keys read into the
 environment (user names) become their values.
@@ -26,6 +28,7 @@ from tests.integration.test_chart_processes import (
     dns_map,
     pods_of,
     pods_running,
+    probe_ok,
     render,
     run_to_completion,
     start,
@@ -50,7 +53,15 @@ SECURITY = {
         "gateway": {"existingSecret": "pafka-gateway-user"},
         "controller": {"existingSecret": "pafka-ctl-user"},
     },
-    "gateway": {"auth": {"existingSecret": "pafka-gateway-tokens"}},
+    "gateway": {
+        "auth": {"existingSecret": "pafka-gateway-tokens"},
+        "tls": {
+            "enabled": True,
+            "existingSecret": "pafka-gateway-tls",
+            "keyPasswordKey": "key-password",
+            "clientAuth": "required",
+        },
+    },
     "provisioning": {
         "acls": [{"principal": "User:alice", "operation": "Read", "topic": "orders"}],
     },
@@ -74,11 +85,21 @@ def secret_files(tmp: Path, ips: list[str]) -> dict[str, dict[str, str]]:
     )
     for command in commands:
         subprocess.run(["openssl", *command.split()], check=True, capture_output=True, timeout=60)
+    # The gateway's copy of the certificate, its key encrypted.
+    encrypted = tmp / "ca" / "gateway.key"
+    encrypt = f"pkey -in {key} -aes256 -passout pass:gw-key-secret -out {encrypted}"
+    subprocess.run(["openssl", *encrypt.split()], check=True, capture_output=True, timeout=60)
     secrets = {
         "pafka-tls": {
             "tls.crt": cert.read_text(),
             "tls.key": key.read_text(),
             "ca.crt": ca.ca.cert.read_text(),
+        },
+        "pafka-gateway-tls": {
+            "tls.crt": cert.read_text(),
+            "tls.key": encrypted.read_text(),
+            "ca.crt": ca.ca.cert.read_text(),
+            "key-password": "gw-key-secret",
         },
         "pafka-gateway-tokens": {"tokens": f"{TOKEN} User:helm-test\n"},
         "pafka-test-token": {"token": TOKEN},
@@ -135,6 +156,10 @@ def test_secured_chart_pods_form_a_working_cluster(zk_connect: str, tmp_path: Pa
             (main,) = pod.spec["containers"]
             start(as_kubelet(main, pod, pod.spec, secrets, tmp_path), pod, names, tmp_path)
         wait_ready(pods, 120)
+        (gateway,) = [p for p in pods if "-gateway-" in p.name]
+        (gateway_c,) = gateway.spec["containers"]
+        assert "exec" in gateway_c["readinessProbe"], "mTLS: probes present the certificate"
+        assert probe_ok(gateway_c, gateway.ip, "livenessProbe", gateway.env)
 
         # The post-install Jobs in their hook order: users and ACLs, then topics.
         jobs = sorted(
@@ -168,7 +193,8 @@ def test_secured_chart_pods_form_a_working_cluster(zk_connect: str, tmp_path: Pa
         )
         assert "User:alice" in listed.stdout, listed.stdout + listed.stderr
 
-        # `helm test`: through the gateway (which reaches brokers over SASL_SSL), with its token.
+        # `helm test`: through the gateway (which reaches brokers over SASL_SSL), with its token,
+        # over HTTPS with the gateway's certificate checked and its own presented.
         (test_pod,) = [d for d in docs if d["kind"] == "Pod"]
         (config_map,) = [d for d in docs if d["kind"] == "ConfigMap"]
         scripts = tmp_path / "test-roundtrip" / "scripts"
@@ -177,11 +203,13 @@ def test_secured_chart_pods_form_a_working_cluster(zk_connect: str, tmp_path: Pa
         runner = Pod("test-roundtrip", "127.0.0.91", test_pod["spec"], {})
         (c,) = test_pod["spec"]["containers"]
         c = as_kubelet(c, runner, test_pod["spec"], secrets, tmp_path)
-        token_dir = tmp_path / runner.name / "token"
-        c["env"] = [
-            {**e, "value": e["value"].replace("/etc/pafka/test", str(token_dir))} for e in c["env"]
-        ]
+        for mount in c["volumeMounts"]:
+            local = str(tmp_path / runner.name / mount["name"])
+            c["env"] = [
+                {**e, "value": e["value"].replace(mount["mountPath"], local)} for e in c["env"]
+            ]
+        assert {e["name"] for e in c["env"]} >= {"CA_FILE", "CERT_FILE", "KEY_FILE", "KEY_PASSWORD"}
         c = {**c, "command": ["python"], "args": [str(scripts / "roundtrip.py")]}
         done = run_to_completion(c, runner, names, tmp_path, 1)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "ok: produced and read back" in done.stdout
+        assert "ok: produced and read back" in done.stdout and "through https://" in done.stdout

@@ -656,7 +656,8 @@ def test_grafana_dashboard_is_valid_and_queries_exported_metrics() -> None:
 def leaf_paths(values: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
     for key, value in values.items():
         path = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value and not path.endswith(("Labels", "labels")):
+        free_form = path.endswith(("Labels", "labels", "Annotations", "annotations"))
+        if isinstance(value, Mapping) and value and not free_form:
             if path.endswith(".config"):  # a documented map of free-form entries
                 yield path
             else:

@@ -1,7 +1,9 @@
 """`helm test` for pafka: through the gateway, create a topic, produce a record, read it back.
 
-Run by the chart's test pod with GATEWAY_URL, TOPIC and REPLICATION_FACTOR set, and TOKEN_FILE
-when the gateway requires a bearer token; exits non-zero with the reason when any step fails.
+Run by the chart's test pod with GATEWAY_URL, TOPIC and REPLICATION_FACTOR set, TOKEN_FILE
+when the gateway requires a bearer token, and for an https:// gateway CA_FILE (the CA its
+certificate is checked against; the system's when unset) and, when it wants a client certificate,
+CERT_FILE, KEY_FILE and KEY_PASSWORD; exits non-zero with the reason when any step fails.
 Standard library only (it runs in the pafka image).
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import sys
 import time
 import urllib.error
@@ -28,7 +31,17 @@ def read_token() -> str | None:
         return f.read().strip()
 
 
+def tls_context() -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=os.environ.get("CA_FILE") or None)
+    if os.environ.get("CERT_FILE"):
+        ctx.load_cert_chain(
+            os.environ["CERT_FILE"], os.environ.get("KEY_FILE"), os.environ.get("KEY_PASSWORD")
+        )
+    return ctx
+
+
 TOKEN = read_token()
+TLS = tls_context()
 
 
 def call(method: str, url: str, body: Any = None, content_type: str = "application/json") -> Any:
@@ -39,7 +52,7 @@ def call(method: str, url: str, body: Any = None, content_type: str = "applicati
         request.add_header("Authorization", f"Bearer {TOKEN}")
     if data is not None:
         request.add_header("Content-Type", content_type)
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=30, context=TLS) as response:
         return json.loads(response.read() or b"null")
 
 

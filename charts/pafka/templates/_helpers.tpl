@@ -192,7 +192,7 @@ which would otherwise print 86400000 as 8.64e+07). */}}
 {{- end -}}
 
 {{- define "pafka.gateway.url" -}}
-{{- printf "http://%s.%s.svc.%s:%d" (include "pafka.gateway.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.gateway.service.port) -}}
+{{- printf "%s://%s:%d" (include "pafka.gateway.scheme" .) (include "pafka.gateway.serviceHost" .) (int .Values.gateway.service.port) -}}
 {{- end -}}
 
 {{/* ---- blocks shared by the components ---- */}}

@@ -59,6 +59,16 @@ spec:
   {{- /* Spark puts the Secret's key into the driver pod's environment, for the job to read. */}}
   {{- $_ := set $conf "spark.kubernetes.driver.secretKeyRef.PAFKA_SPARK_TOKEN" (printf "%s:%s" . $spark.tokenSecret.key) }}
   {{- end }}
+  {{- if and (include "pafka.gateway.tls" $) $spark.gatewayCa.secretName }}
+  {{- /* The gateway's CA in driver and executors (both call it), where the connector's HTTP
+  client (httpx) looks for the CAs to trust. */}}
+  {{- $dir := "/etc/pafka/gateway-ca" }}
+  {{- $ca := printf "%s/%s" $dir $spark.gatewayCa.key }}
+  {{- $_ := set $conf (printf "spark.kubernetes.driver.secrets.%s" $spark.gatewayCa.secretName) $dir }}
+  {{- $_ := set $conf (printf "spark.kubernetes.executor.secrets.%s" $spark.gatewayCa.secretName) $dir }}
+  {{- $_ := set $conf "spark.kubernetes.driverEnv.SSL_CERT_FILE" $ca }}
+  {{- $_ := set $conf "spark.executorEnv.SSL_CERT_FILE" $ca }}
+  {{- end }}
   {{- with $conf }}
   sparkConf:
     {{- range $key, $value := . }}
