@@ -4,6 +4,8 @@ that run them on Debian's promtool and Prometheus: what is tested is what ships.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -68,3 +70,37 @@ def dashboard(namespace: str) -> dict[str, Any]:
 def broker_pod(ordinal: int) -> str:
     """The broker StatefulSet's pod name the alert rules match (``<fullname>-broker-N``)."""
     return f"{RELEASE}-pafka-broker-{ordinal}"
+
+
+@dataclass(frozen=True)
+class DashboardQuery:
+    panel: str
+    expr: str
+    instant: bool  # a table's instant query; the others are Grafana range queries
+
+
+def dashboard_queries(namespace: str) -> list[DashboardQuery]:
+    """Every query of every panel, in the dashboard's order."""
+    return [
+        DashboardQuery(panel["title"], target["expr"], bool(target.get("instant")))
+        for panel in dashboard(namespace)["panels"]
+        if panel["type"] != "row"
+        for target in panel["targets"]
+    ]
+
+
+def rate_interval_s(scrape_interval_s: float, interval_s: float) -> float:
+    """Grafana's ``$__rate_interval``: the larger of ``$__interval`` plus the data source's
+    scrape interval and four scrape intervals (so a rate always spans several samples)."""
+    return max(interval_s + scrape_interval_s, 4 * scrape_interval_s)
+
+
+def substitute(expr: str, variables: dict[str, str]) -> str:
+    """``expr`` with Grafana's variables (``$name`` and ``${name}``) replaced as Grafana does,
+    longest names first so ``$__rate_interval`` is not read as ``$__rate``."""
+    for name in sorted(variables, key=len, reverse=True):
+        expr = expr.replace("${" + name + "}", variables[name]).replace("$" + name, variables[name])
+    leftover = re.search(r"\$\{?\w+", expr)
+    if leftover:
+        raise ValueError(f"no value for Grafana variable {leftover[0]} in {expr!r}")
+    return expr
