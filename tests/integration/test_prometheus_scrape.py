@@ -17,7 +17,6 @@ import json
 import math
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -32,6 +31,7 @@ import pytest
 import yaml
 
 from pafka.local.cluster import ServiceProcess
+from pafka.local.zookeeper import free_port
 from tests.chart_monitoring import (
     RELEASE,
     DashboardQuery,
@@ -43,6 +43,7 @@ from tests.chart_monitoring import (
     write_rule_file,
 )
 from tests.integration.conftest import TEST_BROKER_ENV, ClusterHandle, own_cluster
+from tests.integration.test_metrics_scrape import fetch_past_the_end
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None,
@@ -57,13 +58,6 @@ INTERVAL_S = SCRAPE_INTERVAL_S
 BROKER_DOWN_BUDGET_S = 120.0
 QUERIES_DEADLINE_S = 90.0
 V2_JSON = "application/vnd.kafka.json.v2+json"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def pod_name(service: ServiceProcess) -> str:
@@ -238,21 +232,6 @@ class Workload:
         self.thread.join(timeout=60)
 
 
-def fetch_past_the_end(cluster: ClusterHandle, topic: str) -> None:
-    """A failed request on purpose: the request-errors panel counts errors by name, and only
-    errors that happened exist."""
-    from kafka import KafkaConsumer, TopicPartition
-
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, auto_offset_reset="earliest")
-    try:
-        tp = TopicPartition(topic, 0)
-        consumer.assign([tp])
-        consumer.seek(tp, 1_000_000)
-        consumer.poll(timeout_ms=2000)
-    finally:
-        consumer.close()
-
-
 def grafana_variables(server: Prometheus) -> dict[str, str]:
     """The dashboard's variables as Grafana resolves them: a label_values() query variable
     through Prometheus' label-values API (its first value selected), $__rate_interval from the
@@ -314,6 +293,8 @@ def test_dashboard_answers_and_broker_down_fires_on_a_real_prometheus(
         compacted, partitions=1, replication_factor=3, config={"cleanup.policy": "compact"}
     )
     with Workload(cluster, topic, compacted, group) as workload:
+        # A failed request on purpose: the request-errors panel counts errors by name, and
+        # only errors that happened exist.
         fetch_past_the_end(cluster, topic)
         wait_for_every_query(prometheus, QUERIES_DEADLINE_S)
         assert workload.rounds > 0
