@@ -193,7 +193,11 @@ class Workload:
     def _run(self) -> None:
         from kafka import KafkaConsumer, KafkaProducer
 
-        producer = KafkaProducer(bootstrap_servers=self.cluster.bootstrap, acks=1, retries=5)
+        # Sends block at most briefly while a dead leader's partitions move, so stopping is
+        # prompt.
+        producer = KafkaProducer(
+            bootstrap_servers=self.cluster.bootstrap, acks=1, retries=5, max_block_ms=5000
+        )
         consumer = KafkaConsumer(
             self.topic,
             bootstrap_servers=self.cluster.bootstrap,
