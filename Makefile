@@ -13,7 +13,8 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
 # (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin. iproute2
-# and nftables for the network partition suite (namespaces, bridge, drops).
+# and nftables for the network partition suite (namespaces, bridge, drops). prometheus (with
+# promtool) for the chart's alert rules and dashboard on a real Prometheus.
 system-deps:
 	@missing=""; \
 	{ [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null; } || missing="zookeeper default-jre-headless"; \
@@ -21,6 +22,7 @@ system-deps:
 	{ command -v nft >/dev/null || [ -x /usr/sbin/nft ]; } || missing="$$missing nftables"; \
 	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
 	{ command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ]; } || missing="$$missing nats-server"; \
+	{ command -v promtool >/dev/null && command -v prometheus >/dev/null; } || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing from Debian:$$missing"; \
 		$(SUDO) apt-get update -qq && \

@@ -10,11 +10,13 @@ are the log cleaner's (``cleaner_metrics``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 from pafka.build_info import register_build_info
 from pafka.protocol.messages import ApiKey
@@ -33,10 +35,34 @@ REQUEST_SECONDS_BUCKETS = (
 )  # fmt: skip
 
 
+class _HostedTopicSeries(Collector):
+    """Gives every hosted topic its per-topic counters at scrape time, before they are read.
+
+    Kafka creates a topic's BrokerTopicMetrics meters when the broker starts hosting it, so a
+    healthy topic reports 0 failed requests rather than nothing: a dashboard shows "0", not
+    "No data", and a rate over it is a series an alert can compare. Registered ahead of the
+    counters, so the registry collects it (and the children it adds) first; it yields nothing.
+    """
+
+    def __init__(self) -> None:
+        self.counters: tuple[Counter, ...] = ()
+        self.topics: Callable[[], Iterable[str]] = tuple
+        self._initialised: set[str] = set()
+
+    def collect(self) -> Iterator[Metric]:
+        for topic in set(self.topics()) - self._initialised:
+            for counter in self.counters:
+                counter.labels(topic)
+            self._initialised.add(topic)
+        return iter(())
+
+
 class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self._hosted_topics = _HostedTopicSeries()
+        r.register(self._hosted_topics)
         self.messages_in = Counter(
             "kafka_server_brokertopicmetrics_messagesin",
             "Records appended by produce requests",
@@ -80,6 +106,15 @@ class BrokerMetrics:
             "Fetch partition requests answered with an error",
             ["topic"],
             registry=r,
+        )
+        self._hosted_topics.counters = (
+            self.messages_in,
+            self.bytes_in,
+            self.bytes_out,
+            self.produce_conversions,
+            self.fetch_conversions,
+            self.failed_produce,
+            self.failed_fetch,
         )
         self.requests = Counter(
             "kafka_network_requestmetrics_requests",
@@ -244,6 +279,7 @@ class BrokerMetrics:
         self, partitions: Callable[[], Iterable[Partition]], data_dir: Path
     ) -> None:
         """Read the hosted partitions (and the data dir's disk) at scrape time."""
+        self._hosted_topics.topics = lambda: (p.topic for p in partitions())
         self.partition_count.set_function(lambda: sum(1 for _ in partitions()))
         self.leader_count.set_function(lambda: sum(p.is_leader for p in partitions()))
         self.partitions_fenced.set_function(

@@ -189,7 +189,7 @@ def test_every_process_exports_build_info(own: ClusterHandle) -> None:
             if name == "pafka_build_info" and value == 1.0
         ]
         assert len(infos) == 1, service.name
-        assert infos[0]["service"] == service.kind
+        assert infos[0]["component"] == service.kind
         assert infos[0]["version"] and infos[0]["python"].count(".") == 2
 
 

@@ -312,7 +312,7 @@ def test_every_named_metric_is_exported(workload: Workload) -> None:
         missing = set(GATEWAY_METRICS) - names(series)
         assert not missing, ("gateway", missing)
     services = {
-        dict(labels)["service"]
+        dict(labels)["component"]
         for s in [*after.brokers.values(), *after.controllers, *after.gateways]
         for (name, labels), v in s.items()
         if name == "pafka_build_info" and v == 1

@@ -34,4 +34,4 @@ def test_requests_are_counted_by_route_template_method_and_status() -> None:
     assert 'http_requests_total{handler="unmatched",method="GET",status="404"} 1.0' in text
     assert 'http_request_duration_seconds_count{handler="/livez",method="GET"} 2.0' in text
     build_info = next(line for line in text.splitlines() if line.startswith("pafka_build_info{"))
-    assert 'service="gateway"' in build_info and 'python="' in build_info
+    assert 'component="gateway"' in build_info and 'python="' in build_info

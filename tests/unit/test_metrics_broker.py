@@ -123,7 +123,7 @@ def test_latency_buckets_span_sub_millisecond_to_long_poll_seconds() -> None:
 
 def test_build_info_is_exported_by_the_broker() -> None:
     text = generate_latest(BrokerMetrics().registry).decode()
-    assert 'pafka_build_info{python="' in text and 'service="broker"' in text
+    assert 'pafka_build_info{component="broker",python="' in text
 
 
 # -- ISR churn and partition gauges --------------------------------------------------------------
@@ -320,6 +320,30 @@ def test_log_series_follow_appends_and_vanish_with_the_partition(tmp_path: Path)
     for name in ("kafka_log_log_size", "kafka_log_log_logendoffset"):
         assert value(m, name, **labels) is None
     assert "kafka_log_log_size{" not in generate_latest(m.registry).decode()
+
+
+def test_a_hosted_topic_reports_zero_failed_requests_before_any_fails(tmp_path: Path) -> None:
+    h = Harness(tmp_path, min_isr=1)
+    m = h.metrics
+    assert "kafka_server_brokertopicmetrics_failedproducerequests_total{" not in (
+        generate_latest(m.registry).decode()
+    )
+    h.apply(info(ME, 0, (1,), replicas=(1,)))
+    # The series exist from the first scrape after the broker hosts the topic.
+    generate_latest(m.registry)
+    for name in (
+        "failedproducerequests",
+        "failedfetchrequests",
+        "messagesin",
+        "bytesin",
+        "bytesout",
+    ):
+        assert value(m, f"kafka_server_brokertopicmetrics_{name}_total", topic="t") == 0.0
+    m.produce_failed("t", 6)
+    assert value(m, "kafka_server_brokertopicmetrics_failedproducerequests_total", topic="t") == 1
+    # Kept, as counters are, once the broker stops hosting the topic.
+    h.replicas.stop_replica(StopReplica(9, 1, (("t", 0),), delete=True))
+    assert value(m, "kafka_server_brokertopicmetrics_failedfetchrequests_total", topic="t") == 0
 
 
 def test_disk_space_of_the_data_dir_is_read_at_scrape_time(tmp_path: Path) -> None:

@@ -43,4 +43,4 @@ def test_the_controller_exports_build_info() -> None:
     sample = next(
         s for f in m.registry.collect() if f.name == "pafka_build_info" for s in f.samples
     )
-    assert sample.labels["service"] == "controller" and sample.value == 1.0
+    assert sample.labels["component"] == "controller" and sample.value == 1.0

@@ -67,14 +67,18 @@ def test_codes_pafka_never_sends_are_named_by_their_number(code: int) -> None:
         assert name == str(code)
 
 
-def test_build_info_names_service_version_and_python() -> None:
+def test_build_info_names_component_version_and_python() -> None:
     registry = CollectorRegistry()
     register_build_info(registry, "broker")
-    labels = {"service": "broker", "version": pafka_version(), "python": platform.python_version()}
+    labels = {
+        "component": "broker",
+        "version": pafka_version(),
+        "python": platform.python_version(),
+    }
     assert registry.get_sample_value("pafka_build_info", labels) == 1.0
     assert pafka_version() != "unknown"  # the test environment installs pafka
 
 
-def test_build_info_needs_a_service_name() -> None:
-    with pytest.raises(ValueError, match="service"):
+def test_build_info_needs_a_component_name() -> None:
+    with pytest.raises(ValueError, match="component"):
         register_build_info(CollectorRegistry(), "")
