@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -126,6 +127,12 @@ def test_restart_stop_and_start_services_on_their_own_ports(tmp_path: Path) -> N
         assert not _ready(url)
         status = pafka(home, "cluster", "status")
         assert status.returncode == 1 and "stopped" in status.stdout
+        with socket.socket() as squatter:
+            squatter.bind((gateway["host"], gateway["http_port"]))
+            squatter.listen()
+            refused = pafka(home, "cluster", "start", "gateway-1")
+        assert refused.returncode != 0 and "Traceback" not in refused.stderr
+        assert f"port(s) {gateway['http_port']} are in use" in refused.stderr
         started = pafka(home, "cluster", "start", "gateway-1")
         assert started.returncode == 0, started.stdout + started.stderr
         assert _service(home, "gateway-1")["http_port"] == gateway["http_port"]
