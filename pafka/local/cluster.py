@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pafka.errors import ConfigError, CoordinationError
 from pafka.local import ports
+from pafka.local.own_zookeeper import OwnZooKeeper
 from pafka.local.processes import process_alive, start_ticks, terminate
 from pafka.local.zookeeper import ZooKeeperServer
 
@@ -128,15 +129,12 @@ class LocalCluster:
         self.data_dir = data_dir.resolve()
         self._placement = placement
         self.zookeeper_connect = zookeeper
-        self.zookeeper: ZooKeeperServer | None = None
+        self.own_zookeeper: OwnZooKeeper | None = None
         self.services: dict[str, ServiceProcess] = {}
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         # True when ZooKeeper is this cluster's own (no ``zookeeper`` given): only then is it
         # stopped, started or restarted with the cluster.
         self.owns_zookeeper = zookeeper is None
-        # ZooKeeper started by an earlier `pafka cluster up`, known only by pid and start time.
-        self._zookeeper_pid: int | None = None
-        self._zookeeper_started_ticks = 0
         # A handle from the state file (`attach`): services are spawned detached, with the
         # environment the state file recorded.
         self._attached = False
@@ -208,14 +206,14 @@ class LocalCluster:
             # A port this cluster reserved and found free: never one where some other
             # ZooKeeper (another cluster's, the host's own on 2181) already answers.
             port = self._pick(DEFAULT_ZOOKEEPER_PORT)
-            self.zookeeper = ZooKeeperServer(self.data_dir / ZOOKEEPER, port=port)
+            own = OwnZooKeeper(ZooKeeperServer(self.data_dir / ZOOKEEPER, port=port))
+            self.own_zookeeper = own
             try:
-                self.zookeeper.start(detach=detach)
+                own.start(detach=detach)
             except BaseException:
                 self._release_ports()
                 raise
-            self._record_zookeeper_pid()
-            self.zookeeper_connect = self.zookeeper.connect_string
+            self.zookeeper_connect = own.connect_string
         try:
             for service in self.services.values():
                 self._spawn(service, detach=detach)
@@ -339,16 +337,16 @@ class LocalCluster:
                 if service.alive():
                     self.send_signal(service, signal.SIGKILL)
         self._reap()
-        if self.owns_zookeeper:
-            self._stop_zookeeper(grace_s)
+        if self.own_zookeeper is not None:
+            self.own_zookeeper.stop(grace_s)
         state = self.data_dir / STATE_FILE
         state.unlink(missing_ok=True)
         self._release_ports()
 
     def _release_ports(self) -> None:
         owned = {p for s in self.services.values() for p in s.ports()}
-        if self.owns_zookeeper and self.zookeeper is not None:
-            owned.add(self.zookeeper.port)
+        if self.own_zookeeper is not None:
+            owned.add(self.own_zookeeper.server.port)
         ports.release(owned | self._taken, self.data_dir)
 
     def send_signal(self, service: ServiceProcess, sig: signal.Signals) -> None:
@@ -381,8 +379,7 @@ class LocalCluster:
     def stop_service(self, name: str, grace_s: float = 20.0) -> None:
         """Stop one service (``broker-2``, ``zookeeper``); a stopped one is left as it is."""
         if name == ZOOKEEPER:
-            self._check_owns_zookeeper()
-            self._stop_zookeeper(grace_s)
+            self._zookeeper().stop(grace_s)
             return
         service = self.service(name)
         terminate(service.pid, service.started_ticks, grace_s)
@@ -394,7 +391,7 @@ class LocalCluster:
         """Start a stopped service with the ports, data dir and environment it had, and wait
         until it is ready."""
         if name == ZOOKEEPER:
-            self._start_zookeeper(timeout_s)
+            self._zookeeper().start(detach=self._attached, timeout_s=timeout_s)
         else:
             service = self.service(name)
             if service.alive():
@@ -424,40 +421,25 @@ class LocalCluster:
 
     # -- ZooKeeper -------------------------------------------------------------------------------
 
-    def _check_owns_zookeeper(self) -> None:
-        if not self.owns_zookeeper or self.zookeeper is None:
+    def _zookeeper(self) -> OwnZooKeeper:
+        if self.own_zookeeper is None:
             raise ConfigError(
                 f"ZooKeeper {self.zookeeper_connect} was not started by this cluster "
                 "(cluster up --zookeeper): stop or start it where it runs"
             )
+        return self.own_zookeeper
 
-    def _record_zookeeper_pid(self) -> None:
-        assert self.zookeeper is not None and self.zookeeper.process is not None
-        self._zookeeper_pid = self.zookeeper.process.pid
-        self._zookeeper_started_ticks = start_ticks(self._zookeeper_pid)
+    @property
+    def zookeeper(self) -> ZooKeeperServer | None:
+        """This cluster's own ZooKeeper server (None when it uses another's)."""
+        return self.own_zookeeper.server if self.own_zookeeper else None
 
     @property
     def zookeeper_pid(self) -> int | None:
-        return self._zookeeper_pid
+        return self.own_zookeeper.pid if self.own_zookeeper else None
 
     def zookeeper_alive(self) -> bool:
-        pid = self._zookeeper_pid
-        return pid is not None and process_alive(pid, self._zookeeper_started_ticks)
-
-    def _stop_zookeeper(self, grace_s: float) -> None:
-        if self.zookeeper is not None and self.zookeeper.process is not None:
-            self.zookeeper.stop()
-        elif self._zookeeper_pid is not None:
-            terminate(self._zookeeper_pid, self._zookeeper_started_ticks, grace_s)
-
-    def _start_zookeeper(self, timeout_s: float) -> None:
-        self._check_owns_zookeeper()
-        assert self.zookeeper is not None
-        if self.zookeeper_alive():
-            raise ConfigError(f"zookeeper is already running (pid {self._zookeeper_pid})")
-        self._check_ports_free(ZOOKEEPER, [self.zookeeper.port], [])
-        self.zookeeper.start(detach=self._attached, timeout_s=timeout_s)
-        self._record_zookeeper_pid()
+        return self.own_zookeeper is not None and self.own_zookeeper.alive()
 
     # -- reporting -------------------------------------------------------------------------------
 
@@ -495,9 +477,7 @@ class LocalCluster:
             "zookeeper": self.zookeeper_connect,
             # Only a ZooKeeper this cluster started is stopped or restarted with it.
             "zookeeper_owned": self.owns_zookeeper,
-            "zookeeper_pid": self._zookeeper_pid,
-            "zookeeper_started_ticks": self._zookeeper_started_ticks,
-            "zookeeper_dir": str(self.zookeeper.data_dir) if self.zookeeper else None,
+            **(self.own_zookeeper.state() if self.own_zookeeper else {}),
             "services": [asdict(s) for s in self.services.values()],
             "endpoints": self.endpoints(),
         }
@@ -528,11 +508,5 @@ def attach(data_dir: Path) -> LocalCluster | None:
     # State files written before "zookeeper_owned" existed recorded a pid only for their own.
     cluster.owns_zookeeper = bool(state.get("zookeeper_owned", isinstance(zk_pid, int)))
     if cluster.owns_zookeeper:
-        host, _, port = str(state["zookeeper"]).rpartition(":")
-        cluster.zookeeper = ZooKeeperServer(
-            Path(str(state["zookeeper_dir"])), port=int(port), host=host
-        )
-        cluster._zookeeper_pid = zk_pid if isinstance(zk_pid, int) else None
-        ticks = state.get("zookeeper_started_ticks", 0)
-        cluster._zookeeper_started_ticks = ticks if isinstance(ticks, int) else 0
+        cluster.own_zookeeper = OwnZooKeeper.from_state(state)
     return cluster

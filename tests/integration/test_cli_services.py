@@ -128,6 +128,8 @@ def test_restart_stop_and_start_services_on_their_own_ports(tmp_path: Path) -> N
         status = pafka(home, "cluster", "status")
         assert status.returncode == 1 and "stopped" in status.stdout
         with socket.socket() as squatter:
+            # The gateway's closed connections may leave its port in TIME_WAIT.
+            squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             squatter.bind((gateway["host"], gateway["http_port"]))
             squatter.listen()
             refused = pafka(home, "cluster", "start", "gateway-1")
