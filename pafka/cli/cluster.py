@@ -1,4 +1,4 @@
-"""``pafka cluster up|status|down``: a local cluster of real processes."""
+"""``pafka cluster up|status|down|stop|start|restart``: a local cluster of real processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pafka.errors import ConfigError
-from pafka.local.cluster import LocalCluster, attach, read_state
+from pafka.local.cluster import ZOOKEEPER, LocalCluster, attach, read_state
 
 
 def default_data_dir() -> Path:
@@ -39,6 +39,17 @@ def register(sub: Any) -> None:
     down = verbs.add_parser("down", help="stop the local cluster")
     down.add_argument("--data-dir", type=Path, default=None)
     down.set_defaults(handler=cluster_down)
+    for verb, handler, what in (
+        ("stop", service_stop, "stop one service (SIGTERM, SIGKILL after --grace-s)"),
+        ("start", service_start, "start a stopped service again on its ports"),
+        ("restart", service_restart, "stop one service, start it and wait until it is ready"),
+    ):
+        one = verbs.add_parser(verb, help=what)
+        one.add_argument("service", help="broker-N, controller-N, gateway-N or zookeeper")
+        one.add_argument("--data-dir", type=Path, default=None)
+        one.add_argument("--grace-s", type=float, default=20.0, help="SIGTERM to SIGKILL")
+        one.add_argument("--timeout-s", type=float, default=60.0, help="wait for readiness")
+        one.set_defaults(handler=handler)
 
 
 def print_endpoints(endpoints: dict[str, Any]) -> None:
@@ -57,7 +68,9 @@ def cluster_up(args: argparse.Namespace) -> int:
     if args.brokers < 1 or args.controllers < 1:
         raise ConfigError("a cluster needs at least one broker and one controller")
     existing = attach(data_dir)
-    if existing is not None and any(s.alive() for s in existing.services.values()):
+    if existing is not None and (
+        existing.zookeeper_alive() or any(s.alive() for s in existing.services.values())
+    ):
         print(f"a cluster is already running from {data_dir}:")
         print_endpoints(existing.endpoints())
         return 0
@@ -87,6 +100,14 @@ def cluster_status(args: argparse.Namespace) -> int:
         print(f"no cluster recorded in {data_dir}")
         return 1
     healthy = True
+    if cluster.owns_zookeeper:
+        alive = cluster.zookeeper_alive()
+        healthy &= alive
+        status = "ready" if alive else "stopped"
+        print(
+            f"{ZOOKEEPER:14s} pid {cluster.zookeeper_pid or 0:<8d} {status:20s} "
+            f"{cluster.zookeeper_connect}"
+        )
     for service in cluster.services.values():
         alive, ready = service.alive(), service.ready()
         healthy &= alive and ready
@@ -106,4 +127,38 @@ def cluster_down(args: argparse.Namespace) -> int:
         return 0
     cluster.stop()
     print("pafka cluster stopped")
+    return 0
+
+
+def _running(args: argparse.Namespace) -> LocalCluster:
+    data_dir = args.data_dir or default_data_dir()
+    cluster = attach(data_dir)
+    if cluster is None:
+        raise ConfigError(f"no cluster is running from {data_dir} (start one: pafka cluster up)")
+    starts = args.handler is not service_stop and args.service != ZOOKEEPER
+    if starts and cluster.owns_zookeeper and not cluster.zookeeper_alive():
+        raise ConfigError(
+            f"the cluster's ZooKeeper is stopped: pafka cluster start {ZOOKEEPER} first"
+        )
+    return cluster
+
+
+def service_stop(args: argparse.Namespace) -> int:
+    cluster = _running(args)
+    cluster.stop_service(args.service, args.grace_s)
+    print(f"{args.service} stopped")
+    return 0
+
+
+def service_start(args: argparse.Namespace) -> int:
+    cluster = _running(args)
+    cluster.start_service(args.service, args.timeout_s)
+    print(f"{args.service} started")
+    return 0
+
+
+def service_restart(args: argparse.Namespace) -> int:
+    cluster = _running(args)
+    cluster.restart(args.service, args.timeout_s, grace_s=args.grace_s)
+    print(f"{args.service} restarted and ready")
     return 0

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,10 +19,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pafka.errors import CoordinationError
-from pafka.local.zookeeper import ZooKeeperServer, free_port
+from pafka.errors import ConfigError, CoordinationError
+from pafka.local import ports
+from pafka.local.own_zookeeper import OwnZooKeeper
+from pafka.local.processes import process_alive, start_ticks, terminate
+from pafka.local.zookeeper import ZooKeeperServer
 
-STATE_FILE = "cluster.json"
+STATE_FILE = ports.STATE_FILE
+ZOOKEEPER = "zookeeper"
+DEFAULT_ZOOKEEPER_PORT = 2181
 DEFAULT_BROKER_PORT = 9092
 DEFAULT_BROKER_HTTP_PORT = 8091
 DEFAULT_CONTROLLER_HTTP_PORT = 8090
@@ -45,17 +49,6 @@ def _local(name: str) -> Placement:
     return Placement()
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        # The servers bind with SO_REUSEADDR too, so a port in TIME_WAIT counts as free.
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((HOST, port))
-        except OSError:
-            return False
-    return True
-
-
 # ``PAFKA_LOCAL_PORTS=ephemeral`` leaves the well-known ports alone: a cluster started beside
 # another (tests in parallel, a benchmark beside `make up`) then cannot take a port the other's
 # restarting broker is about to bind again.
@@ -69,13 +62,8 @@ def _prefer_default_ports() -> bool:
     return mode == "default"
 
 
-def _pick_port(preferred: int, taken: set[int]) -> int:
-    usable = _prefer_default_ports() and preferred not in taken and _port_free(preferred)
-    port = preferred if usable else free_port()
-    while port in taken:
-        port = free_port()
-    taken.add(port)
-    return port
+def _pick_port(preferred: int, owner: Path, taken: set[int]) -> int:
+    return ports.pick_port(preferred if _prefer_default_ports() else None, owner, taken)
 
 
 @dataclass
@@ -87,6 +75,8 @@ class ServiceProcess:
     data_dir: str = ""
     port: int = 0  # Kafka port (brokers)
     pid: int = 0
+    # The pid's start time (/proc), so a pid reused by another process is never taken for ours.
+    started_ticks: int = 0
     env: dict[str, str] = field(default_factory=dict)
     host: str = HOST
     command_prefix: list[str] = field(default_factory=list)
@@ -100,18 +90,10 @@ class ServiceProcess:
         return f"http://{self.host}:{self.http_port}"
 
     def alive(self) -> bool:
-        if self.pid <= 0:
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        # A zombie (exited child not yet reaped) is not alive.
-        try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
-            return stat.split(") ", 1)[1][0] != "Z"
-        except (OSError, IndexError):
-            return True
+        return process_alive(self.pid, self.started_ticks)
+
+    def ports(self) -> list[int]:
+        return [p for p in (self.port, self.http_port) if p]
 
     def ready(self) -> bool:
         try:
@@ -147,29 +129,37 @@ class LocalCluster:
         self.data_dir = data_dir.resolve()
         self._placement = placement
         self.zookeeper_connect = zookeeper
-        self.zookeeper: ZooKeeperServer | None = None
+        self.own_zookeeper: OwnZooKeeper | None = None
         self.services: dict[str, ServiceProcess] = {}
         self._children: dict[int, subprocess.Popen[bytes]] = {}
-        # ZooKeeper started by an earlier `pafka cluster up`, known only by pid.
-        self._zookeeper_pid: int | None = None
-        taken: set[int] = set()
+        # True when ZooKeeper is this cluster's own (no ``zookeeper`` given): only then is it
+        # stopped, started or restarted with the cluster.
+        self.owns_zookeeper = zookeeper is None
+        # A handle from the state file (`attach`): services are spawned detached, with the
+        # environment the state file recorded.
+        self._attached = False
+        self._taken: set[int] = set()
+        if controllers or brokers or gateways:
+            # Reservations name the data dir, which must exist for them to count as live.
+            self.data_dir.mkdir(parents=True, exist_ok=True)
         for i in range(1, controllers + 1):
-            self._add(
-                "controller", i, _pick_port(DEFAULT_CONTROLLER_HTTP_PORT + 10 * (i - 1), taken)
-            )
+            http = self._pick(DEFAULT_CONTROLLER_HTTP_PORT + 10 * (i - 1))
+            self._add("controller", i, http)
         for i in range(1, brokers + 1):
-            port = _pick_port(DEFAULT_BROKER_PORT + i - 1, taken)
-            http = _pick_port(DEFAULT_BROKER_HTTP_PORT + 10 * (i - 1), taken)
-            broker = self._add("broker", i, http)
+            port = self._pick(DEFAULT_BROKER_PORT + i - 1)
+            broker = self._add("broker", i, self._pick(DEFAULT_BROKER_HTTP_PORT + 10 * (i - 1)))
             broker.port = port
             broker.data_dir = str(self.data_dir / f"broker-{i}" / "data")
         for i in range(1, gateways + 1):
-            self._add("gateway", i, _pick_port(DEFAULT_GATEWAY_PORT + 10 * (i - 1), taken))
+            self._add("gateway", i, self._pick(DEFAULT_GATEWAY_PORT + 10 * (i - 1)))
         self.broker_env = broker_env or {}
         self.controller_env = controller_env or {}
         self.service_env = service_env or {}
         self.zk_auth = zk_auth
         self.control_secret = control_secret
+
+    def _pick(self, preferred: int) -> int:
+        return _pick_port(preferred, self.data_dir, self._taken)
 
     def _add(self, kind: str, i: int, http_port: int) -> ServiceProcess:
         placement = self._placement(f"{kind}-{i}")
@@ -213,11 +203,17 @@ class LocalCluster:
     def start(self, *, detach: bool = False, timeout_s: float = 60.0) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if self.zookeeper_connect is None:
-            self.zookeeper = ZooKeeperServer(self.data_dir / "zookeeper", port=0)
-            preferred = 2181 if _prefer_default_ports() and _port_free(2181) else 0
-            self.zookeeper.port = preferred
-            self.zookeeper.start(detach=detach)
-            self.zookeeper_connect = self.zookeeper.connect_string
+            # A port this cluster reserved and found free: never one where some other
+            # ZooKeeper (another cluster's, the host's own on 2181) already answers.
+            port = self._pick(DEFAULT_ZOOKEEPER_PORT)
+            own = OwnZooKeeper(ZooKeeperServer(self.data_dir / ZOOKEEPER, port=port))
+            self.own_zookeeper = own
+            try:
+                own.start(detach=detach)
+            except BaseException:
+                self._release_ports()
+                raise
+            self.zookeeper_connect = own.connect_string
         try:
             for service in self.services.values():
                 self._spawn(service, detach=detach)
@@ -286,7 +282,8 @@ class LocalCluster:
     def _spawn(
         self, service: ServiceProcess, *, detach: bool, extra_env: dict[str, str] | None = None
     ) -> None:
-        service.env = {**self._environment(service), **(extra_env or {})}
+        base = service.env if self._attached else self._environment(service)
+        service.env = {**base, **(extra_env or {})}
         env = {**os.environ, **service.env, "PYTHONUNBUFFERED": "1"}
         with open(service.log_path, "ab") as log:
             child = subprocess.Popen(
@@ -298,6 +295,7 @@ class LocalCluster:
                 start_new_session=True,
             )
         service.pid = child.pid
+        service.started_ticks = start_ticks(child.pid)
         if not detach:
             self._children[child.pid] = child
 
@@ -339,12 +337,17 @@ class LocalCluster:
                 if service.alive():
                     self.send_signal(service, signal.SIGKILL)
         self._reap()
-        if self.zookeeper is not None and self.zookeeper.process is not None:
-            self.zookeeper.stop()
-        elif self._zookeeper_pid is not None:
-            _terminate(self._zookeeper_pid, grace_s)
+        if self.own_zookeeper is not None:
+            self.own_zookeeper.stop(grace_s)
         state = self.data_dir / STATE_FILE
         state.unlink(missing_ok=True)
+        self._release_ports()
+
+    def _release_ports(self) -> None:
+        owned = {p for s in self.services.values() for p in s.ports()}
+        if self.own_zookeeper is not None:
+            owned.add(self.own_zookeeper.server.port)
+        ports.release(owned | self._taken, self.data_dir)
 
     def send_signal(self, service: ServiceProcess, sig: signal.Signals) -> None:
         if service.pid > 0 and service.alive():
@@ -361,15 +364,82 @@ class LocalCluster:
             time.sleep(0.05)
 
     def restart(
+        self,
+        name: str,
+        timeout_s: float = 60.0,
+        extra_env: dict[str, str] | None = None,
+        grace_s: float = 20.0,
+    ) -> None:
+        """Stop (SIGTERM, SIGKILL after ``grace_s``) if running, start again on the same ports
+        and wait until ready; ``extra_env`` is added to this start's environment only (one
+        broker with a test hook, say)."""
+        self.stop_service(name, grace_s)
+        self.start_service(name, timeout_s, extra_env)
+
+    def stop_service(self, name: str, grace_s: float = 20.0) -> None:
+        """Stop one service (``broker-2``, ``zookeeper``); a stopped one is left as it is."""
+        if name == ZOOKEEPER:
+            self._zookeeper().stop(grace_s)
+            return
+        service = self.service(name)
+        terminate(service.pid, service.started_ticks, grace_s)
+        self._reap()
+
+    def start_service(
         self, name: str, timeout_s: float = 60.0, extra_env: dict[str, str] | None = None
     ) -> None:
-        """Stop (SIGTERM) if running, start again and wait until ready; ``extra_env`` is added
-        to this start's environment only (one broker with a test hook, say)."""
-        service = self.services[name]
-        if service.alive():
-            self.kill(name, signal.SIGTERM)
-        self._spawn(service, detach=False, extra_env=extra_env)
-        self.wait_ready(timeout_s, [service])
+        """Start a stopped service with the ports, data dir and environment it had, and wait
+        until it is ready."""
+        if name == ZOOKEEPER:
+            self._zookeeper().start(detach=self._attached, timeout_s=timeout_s)
+        else:
+            service = self.service(name)
+            if service.alive():
+                raise ConfigError(f"{name} is already running (pid {service.pid})")
+            self._check_ports_free(name, service.ports(), service.command_prefix)
+            self._spawn(service, detach=self._attached, extra_env=extra_env)
+            self.wait_ready(timeout_s, [service])
+        if (self.data_dir / STATE_FILE).exists():
+            self.write_state()
+
+    def service(self, name: str) -> ServiceProcess:
+        if name not in self.services:
+            known = ", ".join(self.service_names())
+            raise ConfigError(f"no service {name!r} in the cluster at {self.data_dir} ({known})")
+        return self.services[name]
+
+    def service_names(self) -> list[str]:
+        return [*([ZOOKEEPER] if self.owns_zookeeper else []), *self.services]
+
+    @staticmethod
+    def _check_ports_free(name: str, wanted: list[int], command_prefix: list[str]) -> None:
+        # A service placed elsewhere (a network namespace) binds addresses not visible here.
+        busy = [] if command_prefix else [p for p in wanted if not ports.port_free(p)]
+        if busy:
+            taken = ", ".join(map(str, busy))
+            raise CoordinationError(f"{name} cannot start: its port(s) {taken} are in use")
+
+    # -- ZooKeeper -------------------------------------------------------------------------------
+
+    def _zookeeper(self) -> OwnZooKeeper:
+        if self.own_zookeeper is None:
+            raise ConfigError(
+                f"ZooKeeper {self.zookeeper_connect} was not started by this cluster "
+                "(cluster up --zookeeper): stop or start it where it runs"
+            )
+        return self.own_zookeeper
+
+    @property
+    def zookeeper(self) -> ZooKeeperServer | None:
+        """This cluster's own ZooKeeper server (None when it uses another's)."""
+        return self.own_zookeeper.server if self.own_zookeeper else None
+
+    @property
+    def zookeeper_pid(self) -> int | None:
+        return self.own_zookeeper.pid if self.own_zookeeper else None
+
+    def zookeeper_alive(self) -> bool:
+        return self.own_zookeeper is not None and self.own_zookeeper.alive()
 
     # -- reporting -------------------------------------------------------------------------------
 
@@ -405,24 +475,13 @@ class LocalCluster:
     def write_state(self) -> None:
         state = {
             "zookeeper": self.zookeeper_connect,
-            "zookeeper_pid": self.zookeeper.process.pid
-            if self.zookeeper and self.zookeeper.process
-            else self._zookeeper_pid,
-            "zookeeper_dir": str(self.zookeeper.data_dir) if self.zookeeper else None,
+            # Only a ZooKeeper this cluster started is stopped or restarted with it.
+            "zookeeper_owned": self.owns_zookeeper,
+            **(self.own_zookeeper.state() if self.own_zookeeper else {}),
             "services": [asdict(s) for s in self.services.values()],
             "endpoints": self.endpoints(),
         }
         (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
-
-
-def _terminate(pid: int, grace_s: float) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            os.kill(pid, 0)
-            time.sleep(0.05)
-        os.kill(pid, signal.SIGKILL)
 
 
 def read_state(data_dir: Path) -> dict[str, object] | None:
@@ -439,15 +498,15 @@ def attach(data_dir: Path) -> LocalCluster | None:
     if state is None:
         return None
     cluster = LocalCluster(data_dir, brokers=0, controllers=0, zookeeper=str(state["zookeeper"]))
+    cluster._attached = True
     services = state["services"]
     assert isinstance(services, list)
     for raw in services:
         service = ServiceProcess(**raw)
         cluster.services[service.name] = service
     zk_pid = state.get("zookeeper_pid")
-    if isinstance(zk_pid, int):
-        zk = ZooKeeperServer(Path(str(state["zookeeper_dir"])))
-        zk.port = int(str(state["zookeeper"]).rsplit(":", 1)[1])
-        cluster.zookeeper = zk
-        cluster._zookeeper_pid = zk_pid
+    # State files written before "zookeeper_owned" existed recorded a pid only for their own.
+    cluster.owns_zookeeper = bool(state.get("zookeeper_owned", isinstance(zk_pid, int)))
+    if cluster.owns_zookeeper:
+        cluster.own_zookeeper = OwnZooKeeper.from_state(state)
     return cluster

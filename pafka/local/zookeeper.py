@@ -65,7 +65,7 @@ class ZooKeeperServer:
             f"minSessionTimeout={2 * self.tick_time_ms}\n"
             "maxSessionTimeout=60000\n"
             "maxClientCnxns=0\n"
-            "4lw.commands.whitelist=ruok,stat,srvr\n"
+            "4lw.commands.whitelist=ruok,stat,srvr,conf\n"
         )
         return cfg
 
@@ -103,7 +103,17 @@ class ZooKeeperServer:
             if self.process is not None and self.process.poll() is not None:
                 raise CoordinationError(f"ZooKeeper exited; see {self.log_path}")
             if ruok(self.connect_string):
-                return
+                served = served_data_dir(self.connect_string)
+                if served == str(self.data_dir / "data"):
+                    return
+                if served is not None:
+                    # Another server holds the port (a race for a port found free): never
+                    # let a caller take it for this one.
+                    self.stop()
+                    raise CoordinationError(
+                        f"another ZooKeeper (data dir {served or 'unknown'}) answers on "
+                        f"{self.connect_string}"
+                    )
             time.sleep(0.1)
         raise CoordinationError(f"ZooKeeper did not start within {timeout_s}s; see {self.log_path}")
 
@@ -127,12 +137,34 @@ class ZooKeeperServer:
             os.kill(self.process.pid, signal.SIGCONT)
 
 
-def ruok(connect_string: str, timeout_s: float = 1.0) -> bool:
-    """ZooKeeper's four-letter health check."""
+def four_letter(connect_string: str, command: bytes, timeout_s: float = 1.0) -> bytes | None:
     host, _, port = connect_string.split(",")[0].split("/")[0].rpartition(":")
     try:
         with socket.create_connection((host, int(port)), timeout=timeout_s) as s:
-            s.sendall(b"ruok")
-            return s.recv(4) == b"imok"
+            s.sendall(command)
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+            return b"".join(chunks)
     except OSError:
-        return False
+        return None
+
+
+def served_data_dir(connect_string: str) -> str | None:
+    """The data dir of the server answering (its ``conf``), "" for a server that will not say
+    (``conf`` not whitelisted), None when none answers or serves yet."""
+    answer = four_letter(connect_string, b"conf")
+    # A server answers ruok before it serves, and conf only once it does.
+    if not answer or b"not currently serving" in answer:
+        return None
+    for line in answer.decode(errors="replace").splitlines():
+        key, _, value = line.partition("=")
+        if key == "dataDir":
+            # ZooKeeper reports the snapshot directory, dataDir/version-2.
+            return value.strip().removesuffix("/version-2")
+    return ""
+
+
+def ruok(connect_string: str, timeout_s: float = 1.0) -> bool:
+    """ZooKeeper's four-letter health check."""
+    return four_letter(connect_string, b"ruok", timeout_s) == b"imok"
