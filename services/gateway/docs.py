@@ -76,38 +76,38 @@ def install(app: FastAPI) -> None:
     app.mount(ASSETS_URL, StaticFiles(directory=assets_dir()), name="docs-assets")
     openapi_url = app.openapi_url or "/openapi.json"
 
-    def root(request: Request) -> str:
-        # Behind a proxy that strips a prefix, every URL the page loads carries it again.
+    def prefix(request: Request) -> str:
+        # Behind a proxy that strips a prefix (root_path), every URL the page loads carries it.
         return str(request.scope.get("root_path", "")).rstrip("/")
 
     async def swagger_ui(request: Request) -> HTMLResponse:
-        base = root(request)
-        return confined(
-            get_swagger_ui_html(
-                openapi_url=base + openapi_url,
-                title=f"{app.title} - Swagger UI",
-                swagger_js_url=f"{base}{ASSETS_URL}/swagger-ui-bundle.js",
-                swagger_css_url=f"{base}{ASSETS_URL}/swagger-ui.css",
-                swagger_favicon_url=f"{base}{ASSETS_URL}/favicon.png",
-                oauth2_redirect_url=base + OAUTH2_REDIRECT_URL,
-                swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
-            )
+        at = prefix(request)
+        assets = at + ASSETS_URL
+        page = get_swagger_ui_html(
+            openapi_url=at + openapi_url,
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{assets}/swagger-ui-bundle.js",
+            swagger_css_url=f"{assets}/swagger-ui.css",
+            swagger_favicon_url=f"{assets}/favicon.png",
+            oauth2_redirect_url=at + OAUTH2_REDIRECT_URL,
+            swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
         )
+        return confined(page)
 
     async def oauth2_redirect(request: Request) -> HTMLResponse:
         return confined(get_swagger_ui_oauth2_redirect_html())
 
     async def redoc(request: Request) -> HTMLResponse:
-        base = root(request)
-        return confined(
-            get_redoc_html(
-                openapi_url=base + openapi_url,
-                title=f"{app.title} - ReDoc",
-                redoc_js_url=f"{base}{ASSETS_URL}/redoc.standalone.js",
-                redoc_favicon_url=f"{base}{ASSETS_URL}/favicon.png",
-                with_google_fonts=False,
-            )
+        at = prefix(request)
+        assets = at + ASSETS_URL
+        page = get_redoc_html(
+            openapi_url=at + openapi_url,
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{assets}/redoc.standalone.js",
+            redoc_favicon_url=f"{assets}/favicon.png",
+            with_google_fonts=False,
         )
+        return confined(page)
 
     app.add_route(DOCS_URL, swagger_ui, include_in_schema=False)
     app.add_route(OAUTH2_REDIRECT_URL, oauth2_redirect, include_in_schema=False)

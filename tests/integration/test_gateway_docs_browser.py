@@ -14,12 +14,7 @@ install both).
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +23,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+
+from tests.integration.gateway_process import gateway_process
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None:
@@ -175,52 +172,13 @@ def test_docs_and_redoc_render_and_try_offline(cluster: Any, chromium: Any) -> N
         assert page.locator(".api-content").inner_text().count("/topics") > 0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def guarded_gateway(cluster: Any, tmp_path: Path) -> Iterator[str]:
     """A gateway process of its own over the shared cluster that needs ``Bearer TOKEN``."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "PAFKA_GATEWAY_ZOOKEEPER": cluster.zk_connect,
-        "PAFKA_GATEWAY_HOST": "127.0.0.1",
-        "PAFKA_GATEWAY_PORT": str(port),
-        "PAFKA_GATEWAY_TOKENS": f"{TOKEN} *",
-    }
-    log_path = tmp_path / "gateway.log"
-    with open(log_path, "wb") as log:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "pafka.cli.main", "gateway"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert child.poll() is None, log_path.read_text()
-            try:
-                if httpx.get(f"{base_url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.1)
-        yield base_url
-    finally:
-        child.terminate()
-        try:
-            child.wait(20)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+    with gateway_process(
+        cluster.zk_connect, tmp_path, {"PAFKA_GATEWAY_TOKENS": f"{TOKEN} *"}
+    ) as url:
+        yield url
 
 
 def test_authorize_button_sends_the_bearer_token(
