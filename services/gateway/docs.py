@@ -6,10 +6,10 @@ Here the pages point at files the gateway serves itself, under :data:`ASSETS_URL
 
 The files come from the PyPI distribution ``fastapi-offline`` (pinned in pyproject; MIT), used
 only as a carrier of them: its ``static/`` folder holds Swagger UI's ``swagger-ui-bundle.js``
-and ``swagger-ui.css`` (Swagger UI 5, Apache-2.0) and ReDoc's ``redoc.standalone.js`` (2.5.3,
-MIT). A wheel keeps them out of the repository, pinned and hash-checked by pip like any other
-dependency, so installing from fetched wheels works with no network; :func:`assets_dir` says
-clearly which file is missing if the distribution does not carry them.
+and ``swagger-ui.css`` (Swagger UI 5.32.6, Apache-2.0) and ReDoc's ``redoc.standalone.js``
+(2.5.3, MIT). A wheel keeps them out of the repository, pinned and hash-checked by pip like any
+other dependency, so installing from fetched wheels works with no network; :func:`assets_dir`
+says clearly which file is missing if the distribution does not carry them.
 
 The pages, the OAuth2 redirect page and the assets are plain routes, outside the gateway's
 credential guard (as FastAPI's own pages are): the HTML holds nothing secret, and the "Authorize"
