@@ -6,8 +6,8 @@ and none may be made (the pages' Content-Security-Policy keeps ReDoc from even a
 one image from elsewhere, and that is checked too). Swagger UI must render every operation of
 the gateway's OpenAPI, and "Try it out" on ``GET /topics`` must show a 200 listing a topic this
 test created; ReDoc must render every operation too. A second gateway process, guarded by a
-bearer token, shows the "Authorize" button at work: the same call is a 401 before the token is
-given and a 200 after.
+bearer token and Basic logins, shows the "Authorize" button at work: the same call is a 401
+before credentials are given (or with a wrong password), and a 200 with either scheme.
 
 Skips, with the reason, where Chromium or Playwright is missing (``make test-deps`` and CI
 install both).
@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from pafka.admin.scram_users import alter_user, upsert
+from pafka.security.scram_credentials import ScramCredential
 from tests.integration.gateway_process import gateway_process
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -36,6 +38,7 @@ if CHROMIUM is None:
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 TOKEN = "docs-browser-token"
+USER, PASSWORD, MECHANISM = f"docs-{uuid.uuid4().hex[:8]}", "docs-password", "SCRAM-SHA-256"
 # What the pages' Content-Security-Policy keeps the browser from even asking for: ReDoc's menu
 # shows Redocly's logo from their CDN whatever its options (and hides it when it fails to load).
 REFUSED_BY_POLICY = {"https://cdn.redoc.ly/redoc/logo-mini.svg"}
@@ -60,6 +63,8 @@ class OfflineBrowser:
         self.origin = origin
         self.elsewhere: list[str] = []
         self.served: set[str] = set()
+        # The scheme of the Authorization header of each GET /topics the page sent.
+        self.topics_auth: list[str] = []
         self.failed: list[str] = []
         self.context = browser.new_context()
         self.context.route("**/*", self._route)
@@ -72,6 +77,9 @@ class OfflineBrowser:
         parts = urlsplit(url)
         if parts.scheme in ("data", "blob") or f"{parts.scheme}://{parts.netloc}" == self.origin:
             self.served.add(parts.path)
+            if parts.path == "/topics":
+                header = route.request.headers.get("authorization", "")
+                self.topics_auth.append(header.partition(" ")[0])
             route.continue_()
         else:
             self.elsewhere.append(url)
@@ -182,14 +190,38 @@ def test_docs_and_redoc_render_and_try_offline(cluster: Any, chromium: Any) -> N
 
 @pytest.fixture
 def guarded_gateway(cluster: Any, tmp_path: Path) -> Iterator[str]:
-    """A gateway process of its own over the shared cluster that needs ``Bearer TOKEN``."""
-    with gateway_process(
-        cluster.zk_connect, tmp_path, {"PAFKA_GATEWAY_TOKENS": f"{TOKEN} *"}
-    ) as url:
+    """A gateway process of its own over the shared cluster that needs ``Bearer TOKEN`` or a
+    Basic login of :data:`USER` (a SCRAM user in the shared cluster's ZooKeeper)."""
+    alter_user(
+        cluster.zk, USER, upsert(MECHANISM, ScramCredential.from_password(MECHANISM, PASSWORD))
+    )
+    env = {"PAFKA_GATEWAY_TOKENS": f"{TOKEN} *", "PAFKA_GATEWAY_BASIC_AUTH": "true"}
+    with gateway_process(cluster.zk_connect, tmp_path, env) as url:
         yield url
 
 
-def test_authorize_button_sends_the_bearer_token(
+def authorize(page: Any, fields: dict[str, str]) -> None:
+    """Fill one scheme of the "Authorize" dialog (its inputs by label) and close the dialog."""
+    page.locator(".auth-wrapper button.authorize").click()
+    dialog = page.locator(".modal-ux")
+    dialog.wait_for(timeout=RENDER_TIMEOUT_MS)
+    first = f'input[aria-label="{next(iter(fields))}"]'
+    scheme = dialog.locator(".auth-container", has=page.locator(first))
+    for label, value in fields.items():
+        scheme.locator(f'input[aria-label="{label}"]').fill(value)
+    scheme.locator("button.authorize").click()
+    dialog.locator("button.btn-done").first.click()
+
+
+def logout(page: Any) -> None:
+    page.locator(".auth-wrapper button.authorize").click()
+    dialog = page.locator(".modal-ux")
+    dialog.wait_for(timeout=RENDER_TIMEOUT_MS)
+    dialog.locator('button[aria-label="Remove authorization"]').first.click()
+    dialog.locator("button.btn-done").first.click()
+
+
+def test_authorize_button_sends_basic_and_bearer_credentials(
     cluster: Any, chromium: Any, guarded_gateway: str
 ) -> None:
     topic = f"docs-auth-{uuid.uuid4().hex[:8]}"
@@ -202,21 +234,18 @@ def test_authorize_button_sends_the_bearer_token(
         status, body = try_list_topics(page)
         assert status == "401", body
 
-        page.locator(".auth-wrapper button.authorize").click()
-        dialog = page.locator(".modal-ux")
-        dialog.wait_for(timeout=RENDER_TIMEOUT_MS)
-        # Both schemes the guard accepts are offered: a bearer token and a Basic login.
-        assert dialog.locator('input[aria-label="auth-bearer-value"]').count() == 1
-        assert (
-            dialog.locator("#auth-basic-username, input[aria-label='auth-basic-username']").count()
-            == 1
-        )
-        dialog.locator('input[aria-label="auth-bearer-value"]').fill(TOKEN)
-        dialog.locator(
-            ".auth-container", has=page.locator('input[aria-label="auth-bearer-value"]')
-        ).locator("button.authorize").click()
-        dialog.locator("button.btn-done").first.click()
-
+        # Both schemes the guard accepts are offered, and each is sent as typed.
+        authorize(page, {"auth-basic-username": USER, "auth-basic-password": "wrong"})
+        status, body = try_list_topics(page)
+        assert status == "401", body
+        logout(page)
+        authorize(page, {"auth-basic-username": USER, "auth-basic-password": PASSWORD})
         status, body = try_list_topics(page)
         assert status == "200", body
         assert f'"{topic}"' in body
+        logout(page)
+        authorize(page, {"auth-bearer-value": TOKEN})
+        status, body = try_list_topics(page)
+        assert status == "200", body
+        assert f'"{topic}"' in body
+    assert browser.topics_auth == ["", "Basic", "Basic", "Bearer"]
