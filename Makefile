@@ -9,7 +9,7 @@ export PAFKA_HOME ?= $(CURDIR)/.pafka
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: up down status test test-faults test-partitions lint bench bench-scale system-deps compat-system-deps deps test-deps clean
+.PHONY: up down status test test-faults test-partitions lint bench bench-scale system-deps compat-system-deps browser-deps deps test-deps clean
 
 # ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
 # (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin. iproute2
@@ -47,6 +47,15 @@ compat-system-deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# Debian's Chromium for the browser test of the gateway's /docs and /redoc (Playwright from PyPI
+# drives it; no browser is downloaded).
+browser-deps:
+	@command -v chromium >/dev/null || { \
+		echo "installing from Debian: chromium"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+	}
+
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install -q --upgrade pip
@@ -69,7 +78,7 @@ $(KAFKAJS_STAMP): tests/compat/kafkajs/package-lock.json
 
 deps: system-deps $(STAMP)
 
-test-deps: deps compat-system-deps $(PYKAFKA_STAMP) $(KAFKAJS_STAMP)
+test-deps: deps compat-system-deps browser-deps $(PYKAFKA_STAMP) $(KAFKAJS_STAMP)
 
 # A failed REST step prints the gateway's answer (--fail-with-body), not only curl's exit code.
 up: deps

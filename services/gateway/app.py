@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import access, auth, errors
+from services.gateway import access, auth, docs, errors
 from services.gateway.context import GatewayContext, open_context
 from services.gateway.formats import ErrorBody
 from services.gateway.metrics import GatewayMetrics
@@ -59,6 +59,9 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
         title="pafka gateway",
         description=DESCRIPTION,
         lifespan=lifespan,
+        # Served by docs.install with assets of the package's own, not a CDN's.
+        docs_url=None,
+        redoc_url=None,
         dependencies=[Depends(guard)] if guarded else [],
         responses={
             401: {"model": ErrorBody, "description": "No or unknown credentials (40101)"},
@@ -72,6 +75,7 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
         app.state.ctx = ctx
     errors.install(app)
     metrics.install(app)
+    docs.install(app)
     for router in ROUTERS:
         app.include_router(router)
 

@@ -9,24 +9,20 @@ option), not after the request timeout and not with an HTTP library's traceback.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 pytest.importorskip("pyspark")
 
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from pafka.local.zookeeper import free_port
 from pafka.spark.options import TOKEN_ENV
 from tests.integration.conftest import ClusterHandle
+from tests.integration.gateway_process import gateway_process
 from tests.integration.test_spark_jobs import job as load_job
 from tests.integration.test_spark_source import read_all, spark, values
 
@@ -44,45 +40,10 @@ def guarded(cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory) ->
     home = tmp_path_factory.mktemp("token-gateway")
     tokens = home / "tokens"
     tokens.write_text(f"{GOOD} spark-auth-*\n{OTHER} elsewhere-*\n")
-    port = free_port()
-    env = {
-        **os.environ,
-        "PAFKA_GATEWAY_ZOOKEEPER": cluster.zk_connect,
-        "PAFKA_GATEWAY_HOST": "127.0.0.1",
-        "PAFKA_GATEWAY_PORT": str(port),
-        "PAFKA_GATEWAY_TOKENS_FILE": str(tokens),
-    }
-    log_path = home / "gateway.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pafka.cli.main", "gateway"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while not _ready(url):
-            assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.2)
+    with gateway_process(
+        cluster.zk_connect, home, {"PAFKA_GATEWAY_TOKENS_FILE": str(tokens)}
+    ) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _ready(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/readyz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def read(spark: SparkSession, gateway: str, topic: str, token: str | None) -> DataFrame:
