@@ -104,7 +104,8 @@ class ZooKeeperServer:
                 raise CoordinationError(f"ZooKeeper exited; see {self.log_path}")
             if ruok(self.connect_string):
                 served = served_data_dir(self.connect_string)
-                if served == str(self.data_dir / "data"):
+                # ZooKeeper names its directory absolute; ours may be relative (`.pafka`).
+                if served and os.path.realpath(served) == os.path.realpath(self.data_dir / "data"):
                     return
                 if served is not None:
                     # Another server holds the port (a race for a port found free): never

@@ -211,3 +211,16 @@ def test_a_zookeeper_never_takes_another_for_itself(
         loser.start()
     assert loser.process is None or loser.process.poll() is not None
     assert ruok(zookeeper.connect_string)
+
+
+def test_a_zookeeper_in_a_relative_data_dir_knows_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make up` keeps its cluster in `.pafka`: ZooKeeper names that directory absolute."""
+    monkeypatch.chdir(tmp_path)
+    server = ZooKeeperServer(Path("relative-zk"))
+    try:
+        server.start()
+        assert served_data_dir(server.connect_string) == str(tmp_path / "relative-zk" / "data")
+    finally:
+        server.stop()
