@@ -9,7 +9,7 @@ export PAFKA_HOME ?= $(CURDIR)/.pafka
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: up down status test test-faults test-partitions lint bench bench-scale system-deps compat-system-deps browser-deps deps test-deps clean
+.PHONY: up down status test test-faults test-partitions lint bench bench-scale system-deps compat-system-deps browser-deps container-system-deps deps test-deps clean image image-spark
 
 # ZooKeeper and a JDK for pafka; redis-server and nats-server for the comparison benchmark
 # (`make bench`, and its smoke test in `make test`). nats-server lives in /usr/sbin. iproute2
@@ -78,7 +78,34 @@ $(KAFKAJS_STAMP): tests/compat/kafkajs/package-lock.json
 
 deps: system-deps $(STAMP)
 
-test-deps: deps compat-system-deps browser-deps $(PYKAFKA_STAMP) $(KAFKAJS_STAMP)
+test-deps: deps compat-system-deps browser-deps container-system-deps $(PYKAFKA_STAMP) $(KAFKAJS_STAMP)
+
+# Images without a Docker engine (and the container test, tests/containers/, in `make test`):
+# buildah and podman (rootful, runc, vfs storage) and debootstrap for a base image made from
+# Debian packages where no registry is reachable.
+container-system-deps:
+	@missing=""; \
+	for tool in buildah podman runc debootstrap; do \
+		command -v $$tool >/dev/null || [ -x /usr/sbin/$$tool ] || missing="$$missing $$tool"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing from Debian:$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# The images from the Dockerfile: `docker build` where a Docker engine answers, else buildah
+# (chroot isolation, vfs storage) with the debootstrap stand-in base and the wheels built here,
+# both cached in build/images/ (images/build.sh). PYTHON_IMAGE=... picks another base.
+IMAGE       ?= pafka:dev
+SPARK_IMAGE ?= pafka-spark:dev
+image: $(STAMP)
+	@docker info >/dev/null 2>&1 || $(MAKE) --no-print-directory container-system-deps
+	PYTHON=$(abspath $(PYTHON)) images/build.sh service $(IMAGE)
+
+image-spark: $(STAMP)
+	@docker info >/dev/null 2>&1 || $(MAKE) --no-print-directory container-system-deps
+	PYTHON=$(abspath $(PYTHON)) images/build.sh spark $(SPARK_IMAGE)
 
 # A failed REST step prints the gateway's answer (--fail-with-body), not only curl's exit code.
 up: deps
