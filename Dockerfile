@@ -16,8 +16,10 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-# binutils for strip: the wheels' extension modules carry their debug info (uvloop's and
-# zstandard's are 12 MB each, a tenth of that stripped); this stage is not shipped.
+# binutils for strip: some wheels' extension modules carry their debug info (uvloop's and
+# zstandard's are 12 MB each, a tenth of that stripped); only those are stripped, since a library
+# auditwheel rewrote with patchelf (numpy's openblas) no longer loads once stripped. This stage
+# is not shipped.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends binutils \
     && rm -rf /var/lib/apt/lists/*
@@ -32,17 +34,22 @@ COPY services ./services
 RUN if [ -d /run/pafka-wheels ]; then set -- --no-index --find-links /run/pafka-wheels; fi \
     && /opt/pafka/bin/pip install --no-compile "$@" . \
     && /opt/pafka/bin/pip uninstall -q -y pip setuptools \
-    && find /opt/pafka -name '*.so*' -type f -exec strip --strip-unneeded {} + \
+    && find /opt/pafka -type f \( -name '*.so' -o -name '*.so.[0-9]*' \) -not -path '*.libs/*' \
+       -exec sh -c 'for f; do if readelf -S "$f" | grep -q debug_info; then strip --strip-unneeded "$f"; fi; done' - {} + \
     && /opt/pafka/bin/python -m compileall -q /opt/pafka/lib
 
 # --- spark-build: the same virtualenv plus the spark extra (pyspark and its SQL deps) --------
 FROM build AS spark-build
 # pip comes back from the interpreter's own bundled wheel (ensurepip, offline) for this stage.
-RUN /opt/pafka/bin/python -m ensurepip -q \
+# pyspark's jars dominate the image (460 MB); jars/connect-repl (58 MB) is Spark Connect's Scala
+# shell (Ammonite), which neither spark-submit nor a driver or executor loads.
+RUN /opt/pafka/bin/python -m ensurepip \
     && if [ -d /run/pafka-wheels ]; then set -- --no-index --find-links /run/pafka-wheels; fi \
-    && /opt/pafka/bin/pip install --no-cache-dir --no-compile "$@" ".[spark]" \
+    && /opt/pafka/bin/python -m pip install --no-cache-dir --no-compile "$@" ".[spark]" \
+    && rm -rf /opt/pafka/lib/python3.11/site-packages/pyspark/jars/connect-repl \
     && /opt/pafka/bin/python -m pip uninstall -q -y pip setuptools \
-    && find /opt/pafka -name '*.so*' -type f -exec strip --strip-unneeded {} + \
+    && find /opt/pafka -type f \( -name '*.so' -o -name '*.so.[0-9]*' \) -not -path '*.libs/*' \
+       -exec sh -c 'for f; do if readelf -S "$f" | grep -q debug_info; then strip --strip-unneeded "$f"; fi; done' - {} + \
     && /opt/pafka/bin/python -m compileall -q /opt/pafka/lib
 
 # --- spark: the Spark job image (driver and executors), Java 17 from Debian -----------------

@@ -52,15 +52,15 @@ pytestmark = pytest.mark.skipif(not java_available(), reason="needs Debian's zoo
 
 # The README's budget: the service image within 1.5x its base; the Spark image under this.
 SERVICE_OVER_BASE = 1.5
-SPARK_BUDGET_BYTES = 1_300_000_000
+SPARK_BUDGET_BYTES = 1_350_000_000
 RUNC = ["--runtime", "runc", "--cgroup-manager", "cgroupfs", "--network", "host"]
 
 
 def ulimits() -> list[str]:
-    """This host's hard limits, explicitly (runc cannot raise a limit past them)."""
+    """Explicit limits: runc cannot raise one past what this host allows (its open files hard
+    limit; nproc above a few thousand is refused here), and crun is not usable on its cgroups."""
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
-    return ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
+    return ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", "nproc=4096:4096"]
 
 
 def security_args(pod_spec: dict[str, Any], container: dict[str, Any]) -> list[str]:
@@ -122,7 +122,8 @@ def run_args(
     for key, value in env.items():
         options += ["--env", f"{key}={mapped(value, names, pod.ip)}"]
     options += ["--entrypoint", json.dumps(command)]
-    return [*options, SERVICE_IMAGE, *args]
+    assert container["image"] == SERVICE_IMAGE, container["image"]
+    return [*options, container["image"], *args]
 
 
 @contextmanager
@@ -209,7 +210,7 @@ def test_chart_pods_as_containers(images: Images, tmp_path: Path) -> None:
 
 def run_chart_pods(images: Images, zk_connect: str, tmp_path: Path) -> None:
     values = {
-        "image": {"repository": SERVICE_IMAGE.rsplit(":", 1)[0], "tag": "container-test"},
+        "image": dict(zip(("repository", "tag"), SERVICE_IMAGE.rsplit(":", 1), strict=True)),
         "broker": {
             "replicaCount": 1,
             "config": {"DEFAULT_REPLICATION_FACTOR": 1, "MIN_INSYNC_REPLICAS": 1},
@@ -221,10 +222,6 @@ def run_chart_pods(images: Images, zk_connect: str, tmp_path: Path) -> None:
     docs = render(zk_connect, values)
     pods = pods_of(docs)
     names = dns_map(docs, pods)
-    for doc in docs:
-        for spec in (doc.get("spec", {}).get("template", {}).get("spec"), doc.get("spec")):
-            for container in (spec or {}).get("containers", []) if isinstance(spec, dict) else []:
-                assert container["image"] == SERVICE_IMAGE, container["image"]
     running: list[str] = []
     try:
         for pod in pods:
@@ -259,7 +256,8 @@ def run_chart_pods(images: Images, zk_connect: str, tmp_path: Path) -> None:
         round_trip(endpoint(pods, "broker", "kafka"), gateway_url)
         spark_driver(images, gateway_url, tmp_path / "spark")
 
-        for pod, name in reversed(list(zip(pods, running, strict=True))):
+        # Brokers first, while a controller answers their controlled shutdown.
+        for pod, name in zip(pods, running, strict=True):
             stop_within_grace(images, pod, name)
     except BaseException:
         for name in running:
@@ -292,7 +290,7 @@ def round_trip(broker: str, gateway_url: str) -> None:
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         read = json.load(response)
-    values = [base64.b64decode(r["value"]) for r in read]
+    values = [base64.b64decode(r["value"]) for r in read["records"]]
     assert values == [b"v%d" % i for i in range(5)], read
 
 
@@ -318,7 +316,7 @@ def spark_driver(images: Images, gateway_url: str, host_dir: Path) -> None:
     options += ["local:///opt/pafka/spark-jobs/topic_to_parquet.py", "--gateway", gateway_url]
     options += ["--topic", "orders", "--output", "/output/parquet"]
     done = run_once(images, options, 600)
-    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     table = pq.read_table(output / "parquet").to_pydict()
     assert sorted(table["value"]) == [f"v{i}" for i in range(5)], table
     assert set(table["topic"]) == {"orders"}
