@@ -148,6 +148,8 @@ def zookeeper_container(images: Images, data_dir: Path) -> Iterator[ZooKeeperSer
         images.podman("rm", "--force", "--time", "0", "test-zookeeper", check=False)
 
 
+# The first test builds the images (session fixture): minutes on 2 cores with vfs.
+@pytest.mark.timeout(2400)
 def test_image_sizes_within_budget(images: Images) -> None:
     base, service, spark = (images.size_bytes(i) for i in (BASE_IMAGE, SERVICE_IMAGE, SPARK_IMAGE))
     print(
