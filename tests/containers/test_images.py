@@ -168,7 +168,7 @@ def wait_ready(images: Images, pods: list[Pod], names: list[str], timeout_s: flo
         for pod, name in list(pending):
             state = images.podman("inspect", "--format", "{{.State.Running}}", name).stdout
             assert state.strip() == "true", images.podman("logs", name, check=False).stdout
-            if probe_ok(pod.spec["containers"][0], pod.ip, "readinessProbe"):
+            if probe_ok(pod.spec["containers"][0], pod.ip, "readinessProbe", {}):
                 pending.remove((pod, name))
         time.sleep(1)
     assert not pending, f"not ready: {[name for _, name in pending]}"
@@ -234,7 +234,7 @@ def run_chart_pods(images: Images, zk_connect: str, tmp_path: Path) -> None:
             running.append(name)
         wait_ready(images, pods, running, 180)
         for pod in pods:
-            assert probe_ok(pod.spec["containers"][0], pod.ip, "livenessProbe"), pod.name
+            assert probe_ok(pod.spec["containers"][0], pod.ip, "livenessProbe", {}), pod.name
 
         # The post-install Job: `pafka topics create`, as its pod runs it.
         (job,) = [d for d in docs if d["kind"] == "Job"]
