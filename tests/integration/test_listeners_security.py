@@ -304,12 +304,14 @@ def test_kafka_python_over_sasl_ssl_and_ssl(secure: SecureCluster) -> None:
         for i in range(20):
             producer.send(topic, f"kp-{i}".encode()).get(timeout=30)
         producer.close()
-        consumer = KafkaConsumer(
-            topic, auto_offset_reset="earliest", consumer_timeout_ms=15000, **options
-        )
-        got = sorted(m.value for m in consumer)
+        consumer = KafkaConsumer(topic, auto_offset_reset="earliest", **options)
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 20 and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got += [record.value for record in records]
         consumer.close()
-        assert got == sorted(f"kp-{i}".encode() for i in range(20))
+        assert sorted(got) == sorted(f"kp-{i}".encode() for i in range(20))
 
 
 def test_registration_lists_every_listener_as_kafka_does(secure: SecureCluster) -> None:
