@@ -144,7 +144,9 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             )
             admin = AdminClient(setup.kafka("broker"))
             admin.create_topics([NewTopic(SHARED, 1, 2)])[SHARED].result(30)
-            Producer(setup.kafka("broker")).produce(SHARED, b"seed")
+            seeder = Producer(setup.kafka("broker"))
+            seeder.produce(SHARED, b"seed")
+            assert seeder.flush(30) == 0
             with httpx.Client(base_url=setup.gateway, timeout=30) as http:
                 answer = http.get("/v3/clusters", headers=setup.rest_headers("bob"))
                 setup.cluster_id = answer.json()["data"][0]["cluster_id"]
@@ -173,7 +175,10 @@ def rest_produce(s: Setup, user: str, topic: str) -> bool:
 
 
 def kafka_read(s: Setup, user: str, topic: str) -> bool:
-    consumer = Consumer(s.kafka(user, **{"group.id": f"unused-{uuid.uuid4().hex[:6]}"}))
+    # No commits: closing would otherwise wait out the session timeout for a coordinator
+    # the principal may not even look up.
+    unused = {"group.id": f"unused-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
+    consumer = Consumer(s.kafka(user, **unused))
     consumer.assign([TopicPartition(topic, 0, 0)])
     try:
         deadline = time.monotonic() + 15
