@@ -12,6 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from pafka.cli.cluster import default_data_dir
+from pafka.cli.login_check import check_login
 from pafka.envconfig import Env
 from pafka.errors import ConfigError, CoordinationError
 from pafka.local.cluster import read_state
@@ -106,8 +107,10 @@ def bootstrap_servers(target: Target) -> str:
 def kafka_python_options(target: Target) -> dict[str, Any]:
     """kafka-python's connection options for the target: its brokers and security."""
     security = target.security
+    servers = bootstrap_servers(target)
+    check_login(servers, security)
     options: dict[str, Any] = {
-        "bootstrap_servers": bootstrap_servers(target),
+        "bootstrap_servers": servers,
         "security_protocol": security.protocol.value,
     }
     if security.protocol.uses_tls:
