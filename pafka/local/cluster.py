@@ -45,6 +45,10 @@ class Placement:
     command_prefix: tuple[str, ...] = ()
 
 
+# How long a start waits for its ports to be released before calling them taken.
+PORT_RELEASE_WAIT_S = 10.0
+
+
 def _local(name: str) -> Placement:
     return Placement()
 
@@ -414,7 +418,14 @@ class LocalCluster:
     @staticmethod
     def _check_ports_free(name: str, wanted: list[int], command_prefix: list[str]) -> None:
         # A service placed elsewhere (a network namespace) binds addresses not visible here.
-        busy = [] if command_prefix else [p for p in wanted if not ports.port_free(p)]
+        if command_prefix:
+            return
+        # A process just killed holds its ports until the kernel has torn it down.
+        deadline = time.monotonic() + PORT_RELEASE_WAIT_S
+        while busy := [p for p in wanted if not ports.port_free(p)]:
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
         if busy:
             taken = ", ".join(map(str, busy))
             raise CoordinationError(f"{name} cannot start: its port(s) {taken} are in use")
