@@ -111,7 +111,7 @@ class DirectSender:
     ) -> None:
         self._transport = transport
         self._fd = fd
-        self._coalesce = encrypts(transport)
+        self.encrypts = encrypts(transport)
         self._on_stall, self._on_drain, self._on_error = on_stall, on_drain, on_error
         self._queue: collections.deque[Piece] = collections.deque()
         self._sent_of_first = 0  # bytes of the queue's first piece already sent
@@ -131,7 +131,7 @@ class DirectSender:
             return
         if self._fd is None or self._transport.get_write_buffer_size() > 0:
             try:
-                if self._coalesce:
+                if self.encrypts:
                     write_encrypted(self._transport, pieces)
                 else:
                     self._transport.writelines(materialized(pieces))

@@ -38,7 +38,7 @@ from pafka.security.listeners import Endpoint
 from pafka.security.sasl_state import SaslState
 from pafka.security.tls import principal_of
 from pafka.storage.region import FileRegion, close_regions
-from services.broker.send_pieces import DirectSender, Piece, encrypts, socket_fd, write_encrypted
+from services.broker.send_pieces import DirectSender, Piece, socket_fd
 from services.broker.session import ConnectionSession
 from services.broker.tls_accept import HandshakeKey, TlsAcceptor, listening_socket
 
@@ -217,7 +217,6 @@ class _Connection(asyncio.Protocol):
         self._pending_bytes = 0
         self._pending_regions = 0
         self._sender: DirectSender | None = None
-        self._encrypted = False
         self._close_when_sent = False
         self._flush_scheduled = False
         self._reading_paused = False
@@ -236,7 +235,6 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports do not subclass asyncio's, but have the same methods.
         self._transport = cast(asyncio.Transport, transport)
-        self._encrypted = encrypts(transport)
         self._sender = DirectSender(
             self._transport,
             socket_fd(transport),
@@ -424,15 +422,14 @@ class _Connection(asyncio.Protocol):
             close_regions(pending)
             return
         self.last_active = asyncio.get_running_loop().time()
-        if regions or (self._sender is not None and self._sender.busy):
-            assert self._sender is not None
-            self._sender.send(pending)
+        sender = self._sender
+        # The sender also takes whatever a TLS transport gets: it writes that in few records.
+        if sender is not None and (regions or sender.busy or sender.encrypts):
+            sender.send(pending)
         else:
             buffers = cast(list[Buffer], pending)
             if len(buffers) == 1:
                 self._transport.write(buffers[0])
-            elif self._encrypted:
-                write_encrypted(self._transport, buffers)  # few TLS records, not one per piece
             else:
                 self._transport.writelines(buffers)
 
