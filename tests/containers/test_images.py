@@ -2,15 +2,16 @@
 them.
 
 The chart is rendered with Helm's engine (external ZooKeeper) and every pod of the broker
-StatefulSet, the controller and gateway Deployments, the provisioning Job and the `helm test`
-pod runs as a podman container (runc, host network, each pod on a loopback address of its own)
-with the container's command and args, its environment as the kubelet builds it, the pod's user
-and group, a read-only root, the dropped capabilities and no privilege escalation; emptyDirs
-become tmpfs, the broker's volume claim a directory owned by the pod's fsGroup. ZooKeeper runs
-as a container too: Debian's ZooKeeper jars on the Spark image's JDK (no registry here holds
-the chart's ZooKeeper image). A produce/consume round trip goes through the gateway and the
-`helm test` command must pass; the Spark image's driver path reads a topic into Parquet; each
-service container must exit 0 on SIGTERM within its pod's grace period.
+StatefulSet, the controller and gateway Deployments at the chart's default replica counts (3
+brokers, 2 controllers, 2 gateways; topics replicated 3 ways), the provisioning Job and the
+`helm test` pod runs as a podman container (runc, host network, each pod on a loopback address
+of its own) with the container's command and args, its environment as the kubelet builds it, the
+pod's user and group, a read-only root, the dropped capabilities and no privilege escalation;
+emptyDirs become tmpfs, the broker's volume claim a directory owned by the pod's fsGroup.
+ZooKeeper runs as a container too: Debian's ZooKeeper jars on the Spark image's JDK (no registry
+here holds the chart's ZooKeeper image). A produce/consume round trip goes through the gateway
+and the `helm test` command must pass; the Spark image's driver path reads a topic into Parquet;
+each service container must exit 0 on SIGTERM within its pod's grace period.
 """
 
 from __future__ import annotations
@@ -213,13 +214,8 @@ def test_chart_pods_as_containers(images: Images, tmp_path: Path) -> None:
 def run_chart_pods(images: Images, zk_connect: str, tmp_path: Path) -> None:
     values = {
         "image": dict(zip(("repository", "tag"), SERVICE_IMAGE.rsplit(":", 1), strict=True)),
-        "broker": {
-            "replicaCount": 1,
-            "config": {"DEFAULT_REPLICATION_FACTOR": 1, "MIN_INSYNC_REPLICAS": 1},
-        },
-        "controller": {"replicaCount": 1},
-        "provisioning": {"topics": [{"name": "orders", "partitions": 2, "replicationFactor": 1}]},
-        "tests": {"replicationFactor": 1},
+        "provisioning": {"topics": [{"name": "orders", "partitions": 2, "replicationFactor": 3}]},
+        "tests": {"replicationFactor": 3},
     }
     docs = render(zk_connect, values)
     pods = pods_of(docs)
