@@ -19,9 +19,11 @@ WORKDIR /src
 # binutils for strip: some wheels' extension modules carry their debug info (uvloop's and
 # zstandard's are 12 MB each, a tenth of that stripped); only those are stripped, since a library
 # auditwheel rewrote with patchelf (numpy's openblas) no longer loads once stripped. This stage
-# is not shipped.
-RUN apt-get update \
-    && apt-get install -y --no-install-recommends binutils \
+# is not shipped. An air-gapped build mounts apt's package lists and the .deb files at
+# /run/pafka-apt (images/build.sh fetches them outside the build) and installs from them alone.
+RUN if [ -d /run/pafka-apt ]; then set -- --no-download -o Dir::State::Lists=/run/pafka-apt/lists \
+       -o Dir::Cache::Archives=/run/pafka-apt/archives; else apt-get update; fi \
+    && apt-get install -y --no-install-recommends "$@" binutils \
     && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/pafka
 COPY pyproject.toml ./
@@ -59,8 +61,9 @@ LABEL org.opencontainers.image.title="pafka-spark" \
 # openjdk's postinst links its man pages, whose directory the slim base leaves out; tini runs
 # as PID 1 and reaps the Python workers the JVM may leave behind.
 RUN mkdir -p /usr/share/man/man1 \
-    && apt-get update \
-    && apt-get install -y --no-install-recommends openjdk-17-jre-headless tini \
+    && if [ -d /run/pafka-apt ]; then set -- --no-download -o Dir::State::Lists=/run/pafka-apt/lists \
+       -o Dir::Cache::Archives=/run/pafka-apt/archives; else apt-get update; fi \
+    && apt-get install -y --no-install-recommends "$@" openjdk-17-jre-headless tini \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=spark-build /opt/pafka /opt/pafka
 COPY spark-jobs /opt/pafka/spark-jobs

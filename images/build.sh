@@ -5,8 +5,9 @@
 # no daemon, no overlay mounts, no user namespaces needed). Its base is PYTHON_IMAGE when the
 # storage holds it, else a stand-in made from Debian packages (images/base.sh). pip inside the
 # build needs no index and no CA: the wheels are built here by the host's pip (its index, its
-# proxy CA, its cache), mounted read-only into the build and installed with --no-index; a mount
-# is never part of a layer.
+# proxy CA, its cache), mounted read-only into the build and installed with --no-index; apt's
+# packages likewise (fetched by a container of the base). The build itself runs with no network,
+# and a mount is never part of a layer.
 # Environment: PYTHON_IMAGE (default: the Dockerfile's), PAFKA_IMAGES_DIR (cache, default
 # build/images), CONTAINERS_STORAGE_CONF (buildah/podman storage; vfs is forced either way).
 set -euo pipefail
@@ -48,7 +49,28 @@ if [ ! -d "$wheels" ]; then
   echo "wheels built in $(($(date +%s) - started))s: $wheels"
 fi
 
-buildah bud --isolation chroot --storage-driver vfs --layers \
-  --volume "$wheels:/run/pafka-wheels:ro" \
+# The Debian packages the Dockerfile's stages install, with apt's package lists, fetched by a
+# container of the base (its own dpkg state, so exactly the missing dependencies) into a cache
+# keyed by the Dockerfile and the base image; the build installs from them with --no-download.
+base_id=$(podman --storage-driver vfs image inspect --format '{{.Id}}' "$base")
+packages=$(sed -n 's/.*apt-get install -y --no-install-recommends "\$@" \([a-z0-9 .+-]*\).*/\1/p' Dockerfile | tr '\n' ' ')
+apt_cache="$cache/apt-$(cat Dockerfile | sha256sum | cut -c1-12)-$(echo "$base_id" | cut -c1-12)"
+if [ ! -d "$apt_cache" ]; then
+  rm -rf "$apt_cache.partial"
+  mkdir -p "$apt_cache.partial/lists/partial" "$apt_cache.partial/archives/partial"
+  apt_options="-o Dir::State::Lists=/run/pafka-apt/lists -o Dir::Cache::Archives=/run/pafka-apt/archives"
+  # runc cannot raise a limit past the host's, so the limits are given explicitly.
+  podman --storage-driver vfs run --rm --runtime runc --cgroup-manager cgroupfs --network host \
+    --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=4096:4096 --volume "$apt_cache.partial:/run/pafka-apt" "$base" sh -c \
+    "apt-get -qq $apt_options update && apt-get -qq $apt_options install --download-only -y --no-install-recommends $packages"
+  rm -f "$apt_cache.partial/lists/lock" "$apt_cache.partial/archives/lock"
+  mv "$apt_cache.partial" "$apt_cache"
+  echo "debian packages ($packages) fetched in $(($(date +%s) - started))s: $apt_cache"
+fi
+
+# No network in the build (chroot isolation shares the caller's network namespace, so the
+# build runs in a new, empty one): everything it installs is mounted, never part of a layer.
+unshare --net buildah bud --isolation chroot --storage-driver vfs --layers \
+  --volume "$wheels:/run/pafka-wheels:ro" --volume "$apt_cache:/run/pafka-apt" \
   --build-arg "PYTHON_IMAGE=$base" --target "$target" -t "$tag" -f Dockerfile .
 echo "built $tag with buildah on $base in $(($(date +%s) - started))s"
