@@ -178,7 +178,8 @@ def test_entrypoint_and_cmd_are_exec_form_and_start_a_service(stages: list[Stage
 
 
 def apt_packages(command: str) -> set[str]:
-    """Packages an ``apt-get install`` names (options and shell words left out)."""
+    """Packages an ``apt-get install`` names (options, shell words and the ``"$@"`` of the
+    offline build's apt options left out)."""
     words = shlex.split(command.replace("&&", " && "))
     packages: set[str] = set()
     for i, word in enumerate(words):
@@ -186,7 +187,7 @@ def apt_packages(command: str) -> set[str]:
             for name in words[i + 1 :]:
                 if name in ("&&", "||", ";"):
                     break
-                if not name.startswith("-"):
+                if not name.startswith(("-", "$")):
                     packages.add(name.split("=")[0])
     return packages
 
