@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import platform
 from importlib.metadata import PackageNotFoundError, version
+from typing import Literal
 
 from prometheus_client import CollectorRegistry, Gauge
 
 BUILD_INFO = "pafka_build_info"
+MultiprocessMode = Literal["all", "liveall", "min", "livemin", "max", "livemax", "sum", "livesum"]
 
 
 def pafka_version() -> str:
@@ -23,8 +25,11 @@ def pafka_version() -> str:
         return "unknown"
 
 
-def register_build_info(registry: CollectorRegistry, component: str) -> None:
-    """Add ``pafka_build_info{component,version,python} 1`` to ``registry``."""
+def register_build_info(
+    registry: CollectorRegistry, component: str, *, multiprocess_mode: MultiprocessMode = "all"
+) -> None:
+    """Add ``pafka_build_info{component,version,python} 1`` to ``registry``;
+    ``multiprocess_mode`` is how prometheus_client's multiprocess mode aggregates it."""
     if not component:
         raise ValueError("build info needs a component name")
     Gauge(
@@ -32,4 +37,5 @@ def register_build_info(registry: CollectorRegistry, component: str) -> None:
         "pafka build: always 1, the labels carry the information",
         ["component", "version", "python"],
         registry=registry,
+        multiprocess_mode=multiprocess_mode,
     ).labels(component, pafka_version(), platform.python_version()).set(1)

@@ -25,10 +25,17 @@ class EmbeddedServer(uvicorn.Server):
 
 
 async def start_http(
-    app: Any, host: str, port: int, *, tls: ReloadingContext | None = None
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    tls: ReloadingContext | None = None,
+    reuse_port: bool = False,
 ) -> tuple[EmbeddedServer, asyncio.Task[None]]:
     """Start serving and return once the port is bound; a port that cannot be bound raises
-    OSError here. With ``tls`` the port serves HTTPS from its (reloading) context."""
+    OSError here. With ``tls`` the port serves HTTPS from its (reloading) context. With
+    ``reuse_port`` several processes each bind the port (SO_REUSEPORT) and the kernel spreads
+    new connections over them."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -48,7 +55,7 @@ async def start_http(
     # uvicorn answers a failed bind with SystemExit inside its task, which the service's loop
     # may never see, leaving it running without its HTTP port.
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-    sock = socket.create_server((host, port), family=family)
+    sock = socket.create_server((host, port), family=family, reuse_port=reuse_port)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():

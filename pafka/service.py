@@ -30,19 +30,31 @@ async def wait_for_termination() -> None:
     await stop.wait()
 
 
-def serve(name: str, load: Callable[[], S], run: Callable[[S], Coroutine[Any, Any, None]]) -> None:
+def load_settings(name: str, load: Callable[[], S]) -> S:
+    """The settings, or the process ends with one line naming what is wrong (exit status 2)."""
     from pafka.errors import PafkaError
 
     try:
-        settings = load()
+        return load()
     except PafkaError as exc:
         print(f"pafka {name}: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def configure_logging(name: str, level: str) -> None:
     logging.basicConfig(
-        level=settings.log_level,
+        level=level,
         format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s",
+        force=True,
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def serve(name: str, load: Callable[[], S], run: Callable[[S], Coroutine[Any, Any, None]]) -> None:
+    from pafka.errors import PafkaError
+
+    settings = load_settings(name, load)
+    configure_logging(name, settings.log_level)
     try:
         asyncio.run(run(settings))
     except PafkaError as exc:

@@ -3,36 +3,52 @@ latency in seconds (the names dashboards for HTTP services already use).
 
 Measured by a plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` runs every request
 through a task group and a memory stream, which cost more than the produce route itself.
+
+With worker processes (``workers.py``) every worker writes its values to files in the
+directory ``PROMETHEUS_MULTIPROC_DIR`` names (prometheus_client's multiprocess mode), and
+``registry`` reads them all at each scrape: counters and histograms summed over the workers,
+those of workers that died included (so totals never go back), and the build info gauge once.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pafka.build_info import register_build_info
+
+MULTIPROCESS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 class GatewayMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        shared_dir = os.environ.get(MULTIPROCESS_DIR_ENV)
+        # In multiprocess mode the values live in files, read by the collector; registering
+        # the metrics themselves too would export this worker's values a second time.
+        own = CollectorRegistry() if shared_dir else self.registry
+        if shared_dir:
+            MultiProcessCollector(self.registry, path=shared_dir)
         self.requests = Counter(
             "http_requests",
             "HTTP requests answered",
             ["handler", "method", "status"],
-            registry=self.registry,
+            registry=own,
         )
         self.latency = Histogram(
             "http_request_duration_seconds",
             "Time to answer an HTTP request",
             ["handler", "method"],
-            registry=self.registry,
+            registry=own,
         )
-        register_build_info(self.registry, "gateway")
+        # The same value in every worker: shown once ("max"), not once per worker process.
+        register_build_info(own, "gateway", multiprocess_mode="max")
         # Label lookups hash and lock; the few combinations a gateway sees are kept here.
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pafka.cpus import usable_cpus
 from pafka.envconfig import Env
 from pafka.errors import ConfigError
 from pafka.net.deadlines import NetworkDeadlines, read_deadlines
@@ -25,6 +26,9 @@ class GatewaySettings:
     bootstrap: str | None = None
     host: str = "0.0.0.0"
     port: int = 8082
+    # Worker processes serving the port (services/gateway/workers.py); from the environment
+    # the default is the CPUs this process may use (affinity, cgroup quota).
+    workers: int = 1
     zk_session_timeout_ms: int = 6000
     # ZooKeeper digest authentication and the ACLs of created znodes (zookeeper.set.acl).
     zk_security: ZkSecurity = field(default_factory=ZkSecurity)
@@ -82,6 +86,7 @@ class GatewaySettings:
             bootstrap=env.raw("BOOTSTRAP"),
             host=env.text("HOST", cls.host),
             port=env.integer("PORT", cls.port),
+            workers=env.integer("WORKERS", 0, minimum=1) or usable_cpus(),
             zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
             zk_security=read_zk_security(env),
             linger_ms=env.integer("LINGER_MS", 2),
