@@ -260,6 +260,9 @@ class LocalCluster:
                 "PAFKA_GATEWAY_ZOOKEEPER": self.zookeeper_connect,
                 "PAFKA_GATEWAY_HOST": service.host,
                 "PAFKA_GATEWAY_PORT": str(service.http_port),
+                # One process, as before worker processes: a local cluster's processes share
+                # the machine, and each of its gateways is one pid to stop, pause or kill.
+                "PAFKA_GATEWAY_WORKERS": "1",
             }
         if service.kind == "controller":
             return {

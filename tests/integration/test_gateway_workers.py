@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ import httpx
 import psutil
 import pytest
 
+from pafka.local.certs import ThrowawayCa
 from pafka.local.zookeeper import free_port
 from tests.integration.conftest import ClusterHandle
 
@@ -41,10 +43,17 @@ class Gateway:
         return self.log_path.read_text(errors="replace")
 
 
-def _start(zk_connect: str, log_dir: Path, workers: int, port: int = 0) -> Gateway:
+def _start(
+    zk_connect: str,
+    log_dir: Path,
+    workers: int,
+    port: int = 0,
+    extra_env: dict[str, str] | None = None,
+) -> Gateway:
     port = port or free_port()
     env = {
         **os.environ,
+        **(extra_env or {}),
         "PAFKA_GATEWAY_ZOOKEEPER": zk_connect,
         "PAFKA_GATEWAY_HOST": "127.0.0.1",
         "PAFKA_GATEWAY_PORT": str(port),
@@ -62,18 +71,23 @@ def _start(zk_connect: str, log_dir: Path, workers: int, port: int = 0) -> Gatew
     return Gateway(process, f"http://127.0.0.1:{port}", port, log_path)
 
 
-def _wait_serving(gateway: Gateway, workers: int) -> None:
+def _wait_serving(gateway: Gateway, workers: int, verify: ssl.SSLContext | None = None) -> None:
     """Every worker serving: each one's /readyz answers on a connection it accepted."""
     deadline = time.monotonic() + READY_WITHIN_S
-    while len(_serving_pids(gateway, 16)) < workers:
+    while len(_serving_pids(gateway, 16, verify)) < workers:
         assert gateway.process.poll() is None, gateway.log()
         assert time.monotonic() < deadline, gateway.log()
         time.sleep(0.2)
 
 
-def _serving_pids(gateway: Gateway, connections: int) -> set[int]:
+def _serving_pids(
+    gateway: Gateway, connections: int, verify: ssl.SSLContext | None = None
+) -> set[int]:
     """The worker pids that accepted ``connections`` fresh connections each answering /readyz."""
-    clients = [httpx.Client(base_url=gateway.url, timeout=5) for _ in range(connections)]
+    url = gateway.url.replace("http://", "https://") if verify else gateway.url
+    clients = [
+        httpx.Client(base_url=url, timeout=5, verify=verify or True) for _ in range(connections)
+    ]
     try:
         for client in clients:
             try:
@@ -190,6 +204,54 @@ def test_sigterm_drains_every_worker_and_exits_0(cluster: ClusterHandle, tmp_pat
         status = _stop(gateway)
     assert status == 0, gateway.log()
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+
+
+def test_every_worker_serves_https_and_reloads_its_certificate(
+    cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    ca = ThrowawayCa.create(tmp_path / "ca")
+    first = ca.issue("first", "/CN=localhost", server=True)
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "cert.pem").write_bytes(first.cert.read_bytes())
+    (served / "key.pem").write_bytes(first.key.read_bytes())
+    env = {
+        "PAFKA_GATEWAY_HTTPS_CERTFILE": str(served / "cert.pem"),
+        "PAFKA_GATEWAY_HTTPS_KEYFILE": str(served / "key.pem"),
+        "PAFKA_GATEWAY_HTTPS_RELOAD_INTERVAL_MS": "200",
+    }
+    verify = ssl.create_default_context(cafile=str(ca.ca.cert))
+    gateway = _start(cluster.zk_connect, tmp_path, 2, extra_env=env)
+    try:
+        _wait_serving(gateway, 2, verify)
+        second = ca.issue("second", "/CN=localhost", server=True)
+        renewed = ssl.PEM_cert_to_DER_cert(second.cert.read_text())
+        (served / "key.pem").write_bytes(second.key.read_bytes())
+        (served / "cert.pem").write_bytes(second.cert.read_bytes())
+        deadline = time.monotonic() + 20
+        while True:
+            presenting = _presenting(gateway, 16, verify)
+            if len(presenting) == 2 and all(der == renewed for der in presenting.values()):
+                break
+            assert time.monotonic() < deadline, (presenting, gateway.log())
+            time.sleep(0.2)
+    finally:
+        assert _stop(gateway) == 0, gateway.log()
+
+
+def _presenting(gateway: Gateway, connections: int, verify: ssl.SSLContext) -> dict[int, bytes]:
+    """The certificate each worker presents (pid: DER), over fresh TLS connections."""
+    found: dict[int, bytes] = {}
+    for _ in range(connections):
+        with (
+            socket.create_connection(("127.0.0.1", gateway.port), timeout=5) as raw,
+            verify.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+            pids = _accepting_pids(gateway)
+            if der is not None and len(pids) == 1:
+                found[pids.pop()] = der
+    return found
 
 
 def test_a_start_failure_ends_the_gateway_with_its_error(

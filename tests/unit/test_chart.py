@@ -123,6 +123,9 @@ def resolve_env(
     for entry in entries:
         if "value" in entry:
             value = re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), entry["value"])
+        elif "resourceFieldRef" in entry["valueFrom"]:
+            # A container's resource (limits.cpu, ...) as the kubelet renders it, from ``fields``.
+            value = fields.get(entry["valueFrom"]["resourceFieldRef"]["resource"], "")
         else:
             path = entry["valueFrom"]["fieldRef"]["fieldPath"]
             value = fields.get(path, label_default if path.startswith("metadata.labels") else "")
