@@ -31,11 +31,13 @@ async def start_http(
     *,
     tls: ReloadingContext | None = None,
     reuse_port: bool = False,
+    idle_timeout_ms: int = 5000,
 ) -> tuple[EmbeddedServer, asyncio.Task[None]]:
     """Start serving and return once the port is bound; a port that cannot be bound raises
     OSError here. With ``tls`` the port serves HTTPS from its (reloading) context. With
     ``reuse_port`` several processes each bind the port (SO_REUSEPORT) and the kernel spreads
-    new connections over them."""
+    new connections over them. A keep-alive connection idle for ``idle_timeout_ms`` is
+    closed (uvicorn's ``timeout_keep_alive``, whose own default is 5 s)."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -44,6 +46,7 @@ async def start_http(
         log_level="warning",
         access_log=False,
         lifespan="off",
+        timeout_keep_alive=idle_timeout_ms / 1000,  # type: ignore[arg-type]  # a float works
     )
     config.load()
     if tls is not None:

@@ -38,7 +38,12 @@ async def run(
     try:
         app = create_app(settings, ctx)
         server, task = await start_http(
-            app, settings.host, settings.port, tls=tls, reuse_port=reuse_port
+            app,
+            settings.host,
+            settings.port,
+            tls=tls,
+            reuse_port=reuse_port,
+            idle_timeout_ms=settings.idle_timeout_ms,
         )
         if tls is not None:
             reloader = asyncio.create_task(reload_forever(tls, settings.https_reload_interval_ms))

@@ -29,6 +29,8 @@ class GatewaySettings:
     # Worker processes serving the port (services/gateway/workers.py); from the environment
     # the default is the CPUs this process may use (affinity, cgroup quota).
     workers: int = 1
+    # A keep-alive HTTP connection idle this long is closed: REST Proxy's idle.timeout.ms.
+    idle_timeout_ms: int = 30_000
     zk_session_timeout_ms: int = 6000
     # ZooKeeper digest authentication and the ACLs of created znodes (zookeeper.set.acl).
     zk_security: ZkSecurity = field(default_factory=ZkSecurity)
@@ -87,6 +89,7 @@ class GatewaySettings:
             host=env.text("HOST", cls.host),
             port=env.integer("PORT", cls.port),
             workers=env.integer("WORKERS", 0, minimum=1) or usable_cpus(),
+            idle_timeout_ms=env.integer("IDLE_TIMEOUT_MS", cls.idle_timeout_ms, minimum=1),
             zk_session_timeout_ms=env.integer("ZK_SESSION_TIMEOUT_MS", 6000, minimum=1000),
             zk_security=read_zk_security(env),
             linger_ms=env.integer("LINGER_MS", 2),

@@ -53,6 +53,8 @@ class Worker:
     process: BaseProcess
     ready_fd: int
     serving: bool = False
+    # Until the worker says it serves or its end of the pipe closes (it died first).
+    awaiting_ready: bool = True
 
 
 @dataclass
@@ -97,7 +99,7 @@ class Supervisor:
     def _loop(self, wake_r: int) -> int:
         while True:
             by_sentinel = {w.process.sentinel: w for w in self.workers.values()}
-            by_ready = {w.ready_fd: w for w in self.workers.values() if not w.serving}
+            by_ready = {w.ready_fd: w for w in self.workers.values() if w.awaiting_ready}
             events = wait([wake_r, *by_sentinel, *by_ready])
             if wake_r in events:
                 os.read(wake_r, 512)
@@ -114,6 +116,7 @@ class Supervisor:
                 return status
 
     def _serving(self, worker: Worker) -> None:
+        worker.awaiting_ready = False
         if os.read(worker.ready_fd, 1):
             worker.serving = self.ever_served = True
             self.start_failures = 0

@@ -24,6 +24,14 @@ def test_workers_setting() -> None:
         GatewaySettings.from_env({"PAFKA_GATEWAY_WORKERS": "auto"})
 
 
+def test_idle_timeout_setting() -> None:
+    assert GatewaySettings.from_env({}).idle_timeout_ms == 30_000
+    settings = GatewaySettings.from_env({"PAFKA_GATEWAY_IDLE_TIMEOUT_MS": "75000"})
+    assert settings.idle_timeout_ms == 75_000
+    with pytest.raises(ConfigError, match="PAFKA_GATEWAY_IDLE_TIMEOUT_MS must be >= 1"):
+        GatewaySettings.from_env({"PAFKA_GATEWAY_IDLE_TIMEOUT_MS": "0"})
+
+
 def test_the_default_is_this_process_affinity_here() -> None:
     # This machine's container sets no CPU quota the process can see, or one at least as large.
     assert 1 <= usable_cpus() <= len(os.sched_getaffinity(0))
