@@ -17,7 +17,7 @@ import itertools
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from bench.compare.client_loop import (
     ChunkedProgress,
@@ -63,6 +63,8 @@ class System:
     name = NAME
     durability = DURABILITY
     gateways = 0
+    # Added to each gateway's environment.
+    gateway_env: ClassVar[dict[str, str]] = {}
 
     def __init__(self) -> None:
         from pafka.local.cluster import LocalCluster
@@ -97,6 +99,7 @@ class System:
                 zookeeper=self.zookeeper.connect_string,
                 gateways=self.gateways,
                 broker_env=BROKER_ENV,
+                service_env={f"gateway-{i}": self.gateway_env for i in range(1, self.gateways + 1)},
             )
             self.cluster.start()
         except BaseException:

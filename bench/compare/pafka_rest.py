@@ -1,11 +1,13 @@
 """pafka through its REST gateway: batched binary POSTs in, stateless range reads out.
 
 The servers are the same local cluster as :mod:`bench.compare.pafka_kafka`, plus one gateway
-process. Producers keep ``IN_FLIGHT`` requests in flight, each on its own keep-alive connection
-(``bench.gateway``'s minimal HTTP/1.1 client, so the gateway is what is measured, not an HTTP
-library), each a ``POST /topics/{t}/partitions/{p}?acks=`` of up to ``BATCH_RECORDS`` base64
-records (``application/vnd.kafka.binary.v2+json``); partitions take turns, so each gets the
-same number of records.
+process (``PAFKA_GATEWAY_WORKERS=1``: the comparison's figures are per gateway process; the
+runner also paces it at 50% of its own peak, ``runner.OWN_PACED``). Producers keep
+``IN_FLIGHT`` requests in flight, each on its own keep-alive connection (``bench.gateway``'s
+minimal HTTP/1.1 client, so the gateway is what is measured, not an HTTP library), each a
+``POST /topics/{t}/partitions/{p}?acks=`` of up to ``BATCH_RECORDS`` base64 records
+(``application/vnd.kafka.binary.v2+json``); partitions take turns, so each gets the same
+number of records.
 
 Consumers use the stateless range reads (``GET /topics/{t}/partitions/{p}/records``, long-polled
 with ``timeout_ms``), not group membership: consumer ``w`` of ``C`` reads partitions ``p`` with
@@ -19,7 +21,7 @@ import asyncio
 import base64
 import time
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import orjson
@@ -55,6 +57,7 @@ class System(pafka_kafka.System):
     name = NAME
     durability = DURABILITY
     gateways = 1
+    gateway_env: ClassVar[dict[str, str]] = {"PAFKA_GATEWAY_WORKERS": "1"}
 
 
 def _gateway(endpoint: Endpoint) -> tuple[str, int]:

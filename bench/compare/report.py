@@ -32,6 +32,8 @@ TABLE_HEADERS = (
     "p99.9 ms",
 )
 
+OWN_HEADERS = ("system", "paced rec/s (asked / got)", "p50 ms", "p99 ms", "p99.9 ms")
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A GitHub Markdown table; numbers right-aligned (every column but the first)."""
@@ -75,6 +77,16 @@ def summary_row(s: Summary) -> list[str]:
         ms(s.p50_us),
         ms(s.p99_us),
         ms(s.p999_us),
+    ]
+
+
+def own_row(s: Summary) -> list[str]:
+    return [
+        s.system,
+        f"{number(s.own_rate_per_s)} / {number(s.own_achieved_rate_per_s)}",
+        ms(s.own_p50_us),
+        ms(s.own_p99_us),
+        ms(s.own_p999_us),
     ]
 
 
@@ -130,7 +142,8 @@ def render(
         "every client in Python, on loopback. Figures are medians over repetitions; latency is "
         "end to end (send time stamped in each record; each consumer's first second left out as "
         "warm-up), from the paced run at 50% of pafka-kafka's peak, the same rate for every "
-        "system, its producers staying on a partition for 10 ms of records at a time.",
+        "system, its producers staying on a partition for 10 ms of records at a time; "
+        "pafka-rest (one gateway process) also at 50% of its own peak.",
     ]
     if note:
         out += ["", note]
@@ -144,12 +157,16 @@ def render(
         if ratios:
             out += ["", "Same-run ratios (median over repetitions):", ""]
             out += [table(("pafka / peer", "produce", "consume"), ratios)]
+        own = [own_row(s) for s in mine if s.own_rate_per_s is not None]
+        if own:
+            out += ["", "Paced at 50% of the system's own peak (its latency at a load it carries):"]
+            out += ["", table(OWN_HEADERS, own)]
         for s in mine:
             out += [f"\n{s.system} failed: {f}" for f in s.failures]
         out += [f"\n![{workload}]({path})" for path in figures.get(workload, [])]
     found = checks(results, summaries, registry.REFERENCE)
     if found:
-        out += ["", "## Issue 8's targets", ""]
+        out += ["", "## Targets (issues 8 and 22)", ""]
         out += [check_line(c, outcome.profiles.get(c.workload)) for c in found]
     if profiles:
         out += ["", "## Where pafka's servers spent their time (py-spy, throughput runs)", ""]

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Kind = Literal["throughput", "latency"]
+# "latency": paced at a share of the reference system's peak, the same rate for every system;
+# "own-latency": paced at the same share of the system's own peak (OWN_PACED systems).
+Kind = Literal["throughput", "latency", "own-latency"]
 # Quantiles kept for the latency CDF plot: dense in the body, denser still in the tail.
 CDF_QUANTILES: tuple[float, ...] = tuple(
     sorted(
@@ -151,6 +153,12 @@ class Summary:
     p50_us: float | None = None
     p99_us: float | None = None
     p999_us: float | None = None
+    # The paced run at a share of the system's own peak, when it had one.
+    own_rate_per_s: float | None = None
+    own_achieved_rate_per_s: float | None = None
+    own_p50_us: float | None = None
+    own_p99_us: float | None = None
+    own_p999_us: float | None = None
 
 
 def summarize(results: Sequence[RunResult], system: str, workload: str) -> Summary:
@@ -158,6 +166,7 @@ def summarize(results: Sequence[RunResult], system: str, workload: str) -> Summa
     failures = [f"{r.kind} #{r.repetition}: {r.error or _shortfall(r)}" for r in mine if not r.ok]
     through = [r for r in mine if r.kind == "throughput" and r.ok]
     paced = [r for r in mine if r.kind == "latency" and r.ok and r.latency is not None]
+    own = [r for r in mine if r.kind == "own-latency" and r.ok and r.latency is not None]
     cpu = [c for r in through if (c := r.cpu_s_per_million) is not None]
     return Summary(
         system=system,
@@ -174,6 +183,11 @@ def summarize(results: Sequence[RunResult], system: str, workload: str) -> Summa
         p50_us=median([r.latency.p50_us for r in paced if r.latency]),
         p99_us=median([r.latency.p99_us for r in paced if r.latency]),
         p999_us=median([r.latency.p999_us for r in paced if r.latency]),
+        own_rate_per_s=median([r.target_rate_per_s or 0.0 for r in own]),
+        own_achieved_rate_per_s=median([r.produce_rate for r in own]),
+        own_p50_us=median([r.latency.p50_us for r in own if r.latency]),
+        own_p99_us=median([r.latency.p99_us for r in own if r.latency]),
+        own_p999_us=median([r.latency.p999_us for r in own if r.latency]),
     )
 
 

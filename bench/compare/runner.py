@@ -6,7 +6,10 @@ For each repetition and workload, every system's servers are started fresh, then
    machine noise does not always hit the same system);
 2. a latency run per system, paced at ``latency_fraction`` (50%) of the reference system's
    (pafka-kafka's) peak in this repetition, the same rate for every system, for about
-   ``latency_seconds``.
+   ``latency_seconds``;
+3. for the systems in ``own_paced`` (pafka-rest), another latency run paced at the same share
+   of the system's own peak in this repetition: its latency at a load it can carry, where the
+   common rate may be beyond it.
 
 Results go to ``{out}/results.json``; :mod:`bench.compare.report` turns them into Markdown and
 plots. With ``profile``, py-spy samples the pafka systems' servers during their throughput runs.
@@ -34,6 +37,9 @@ from bench.compare.results import RunResult
 from bench.compare.workloads import paced
 
 PROFILES = "profiles"
+# Systems also paced at a share of their own peak: the REST gateway's latency target (issue 22)
+# is at 50% of REST's own peak.
+OWN_PACED = ("pafka-rest",)
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class Options:
     latency_seconds: float = 10.0
     profile: bool = False
     limits: Limits = field(default_factory=Limits)
+    own_paced: tuple[str, ...] = OWN_PACED
 
 
 @dataclass
@@ -62,6 +69,16 @@ def rotated(names: list[str], repetition: int) -> list[str]:
         return []
     shift = repetition % len(names)
     return names[shift:] + names[:shift]
+
+
+def own_peak_rate(results: list[RunResult], system: str) -> float | None:
+    """A system's own sustained rate in one round (the slower of produce and consume)."""
+    ours = [
+        min(r.produce_rate, r.consume_rate)
+        for r in results
+        if r.kind == "throughput" and r.ok and r.system == system
+    ]
+    return ours[0] if ours and ours[0] > 0 else None
 
 
 def peak_rate(results: list[RunResult], reference: str) -> float | None:
@@ -140,6 +157,26 @@ def run(options: Options) -> Outcome:
                                     options.limits,
                                 )
                             )
+                for name in order:
+                    own = own_peak_rate(this_round, name)
+                    if name not in live.up or name not in options.own_paced or not own:
+                        continue
+                    system, endpoint = live.up[name]
+                    own_workload = paced(
+                        workload, options.latency_fraction * own, options.latency_seconds
+                    )
+                    this_round.append(
+                        measure(
+                            ctx,
+                            entries[name].module,
+                            system,
+                            endpoint,
+                            own_workload,
+                            "own-latency",
+                            repetition,
+                            options.limits,
+                        )
+                    )
                 outcome.results.extend(this_round)
             save(outcome, options.out)
     # Server logs stay when anything failed: the errors point into them.

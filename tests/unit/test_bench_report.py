@@ -19,7 +19,7 @@ from bench.compare.results import (
     same_run_ratios,
     summarize,
 )
-from bench.compare.runner import Outcome, peak_rate, rotated
+from bench.compare.runner import Outcome, own_peak_rate, peak_rate, rotated
 from bench.compare.targets import checks
 
 
@@ -226,7 +226,57 @@ def test_peak_rate_is_the_references_sustained_rate():
     assert peak_rate([result("peer", error="x")], "pafka-kafka") is None
 
 
+def test_own_peak_rate_is_each_systems_own_sustained_rate():
+    results = [
+        result("pafka-kafka", produce=0.5, consume=1.0),
+        result("pafka-rest", produce=4.0, consume=2.0),
+        result("pafka-rest", kind="latency", produce=0.1, consume=0.1),
+    ]
+    assert own_peak_rate(results, "pafka-rest") == 250.0
+    assert own_peak_rate(results, "redis-streams") is None
+    assert own_peak_rate([result("pafka-rest", error="x")], "pafka-rest") is None
+
+
 # -- targets and the Markdown ------------------------------------------------------------------
+
+
+def _rest_run(p99_us: int) -> list[RunResult]:
+    return [
+        result("pafka-kafka", produce=1.0, consume=1.0),
+        result("pafka-rest", produce=1.0, consume=4.0),
+        result("redis-streams", produce=3.0, consume=3.0),
+        result(
+            "pafka-rest",
+            kind="own-latency",
+            target_rate_per_s=125.0,
+            latency=Latency.of([p99_us] * 10),
+        ),
+    ]
+
+
+def test_rest_targets_are_against_redis_and_at_its_own_peak():
+    results = _rest_run(15_000)
+    summaries = [summarize(results, s, "100B-1p-1x1-acks1-rf1") for s in ("pafka-rest",)]
+    assert summaries[0].own_rate_per_s == 125.0 and summaries[0].own_p99_us == 15_000
+    # The run paced at pafka-kafka's peak is not the one the REST target reads.
+    assert summaries[0].p99_us is None
+    found = {c.what: c for c in checks(results, summaries, "pafka-kafka")}
+    assert found["produce pafka-rest/redis-streams"].value == 3.0
+    assert found["produce pafka-rest/redis-streams"].met is True
+    assert found["consume pafka-rest/redis-streams"].met is False
+    assert found["pafka-rest p99 at 50% of its own peak (us)"].met is True
+    missed = {c.what: c for c in checks(_rest_run(25_000), summaries[:0], "pafka-kafka")}
+    # Without a summary for pafka-rest there is no latency check to report.
+    assert "pafka-rest p99 at 50% of its own peak (us)" not in missed
+
+
+def test_report_shows_the_run_paced_at_the_systems_own_peak():
+    outcome = Outcome(results=_rest_run(15_000), unavailable={}, durability={}, profiles={})
+    text = report.render({}, outcome, {})
+    assert "Paced at 50% of the system's own peak" in text
+    assert "| pafka-rest | 125 / 1,000 | 15.0 | 15.0 | 15.0 |" in text
+    assert "pafka-rest p99 at 50% of its own peak (us) = 15.0 ms (at most 20.0 ms): met" in text
+    assert "consume pafka-rest/redis-streams = 0.75x (at least 2.00x): **NOT met**" in text
 
 
 def test_targets_met_and_missed():
