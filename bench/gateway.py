@@ -1,9 +1,12 @@
 """REST gateway throughput against the Kafka protocol, side by side in one run.
 
     python -m bench.gateway [--seconds 15] [--requests 40000] [--batches 3000] [--brokers 1 3]
+                            [--workers 1 default]
 
-For each cluster shape (1 broker with RF 1, then 3 brokers with RF 3 and min ISR 2) it starts a
-fresh local cluster with one gateway process and measures, with 100-byte records:
+For each cluster shape (1 broker with RF 1, then 3 brokers with RF 3 and min ISR 2) and each
+gateway worker count (``--workers``: 1, the figures per gateway process, then ``default``, the
+count a gateway gives itself here: one per CPU it may use) it starts a fresh local cluster with
+one gateway and measures, with 100-byte records:
 
 * librdkafka producing to the broker directly (the baseline for both produce phases);
 * REST produce, 1 record per request, ``--concurrency`` requests in flight (the gateway's
@@ -12,6 +15,7 @@ fresh local cluster with one gateway process and measures, with 100-byte records
   every record the REST phases wrote, against reading the same records through the Kafka
   protocol: a librdkafka consumer and a raw Fetch client that only walks batch headers.
 
+Every phase prints its p50 and p99 request latency (from send to the whole answer read).
 Produce uses the default ``acks=all`` on both sides. The HTTP load comes from ``--clients``
 processes, each a minimal HTTP/1.1 keep-alive client on asyncio (one connection per request in
 flight): cheaper than a general HTTP library, so the gateway is what is measured. Each phase
@@ -187,8 +191,14 @@ def run_job(job: Job) -> Outcome:
 
 
 def cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid`` and of its children alive now (a gateway's worker processes)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 @dataclass
@@ -281,17 +291,39 @@ def _quantile(values: list[float], q: float) -> float:
 # -- one cluster shape -------------------------------------------------------------------------
 
 
-def run_cluster(brokers: int, args: argparse.Namespace, pool: Any) -> list[Row]:
+def worker_counts(asked: list[str]) -> list[int]:
+    """``--workers`` values as counts, ``default`` the count a gateway gives itself here;
+    a count already listed is not run twice."""
+    from pafka.cpus import usable_cpus
+
+    counts: list[int] = []
+    for value in asked:
+        if value == "default":
+            count = usable_cpus()
+        elif value.isdigit() and int(value) >= 1:
+            count = int(value)
+        else:
+            raise SystemExit(f"--workers: {value!r} is neither a count >= 1 nor 'default'")
+        if count not in counts:
+            counts.append(count)
+    return counts
+
+
+def run_cluster(brokers: int, workers: int, args: argparse.Namespace, pool: Any) -> list[Row]:
     from bench.produce_fetch import fetch_raw
     from bench.replication import produce as librdkafka_produce
     from pafka.local.cluster import HOST, LocalCluster
 
-    label = f"{brokers} broker{'s' if brokers > 1 else ''}, RF {brokers}"
+    label = (
+        f"{brokers} broker{'s' if brokers > 1 else ''}, RF {brokers}, "
+        f"{workers} gateway worker{'s' if workers > 1 else ''}"
+    )
     cluster = LocalCluster(
         Path(tempfile.mkdtemp(prefix="pafka-bench-gw-")),
         brokers=brokers,
         controllers=1,
         gateways=1,
+        service_env={"gateway-1": {"PAFKA_GATEWAY_WORKERS": str(workers)}},
     )
     cluster.start()
     rows: list[Row] = []
@@ -299,7 +331,7 @@ def run_cluster(brokers: int, args: argparse.Namespace, pool: Any) -> list[Row]:
         rest, native = (f"{n}-{uuid.uuid4().hex[:6]}" for n in ("rest", "native"))
         leader = create_topics(cluster.bootstrap, [rest, native], brokers)
         gateway = cluster.gateways()[0]
-        check_gateway(gateway, rest)
+        check_gateway(gateway, rest, workers)
         pids = {"gateway": gateway.pid, "broker": cluster.broker(leader).pid}
         load = Load(pool, args.clients, HOST, gateway.http_port, pids)
         print(f"{label}: gateway pid {gateway.pid}, leader broker {leader}", flush=True)
@@ -359,9 +391,10 @@ def create_topics(bootstrap: str, topics: list[str], replicas: int) -> int:
     return int(admin.list_topics(topics[0], timeout=30).topics[topics[0]].partitions[0].leader)
 
 
-def check_gateway(gateway: Any, topic: str) -> None:
-    """Our gateway serves its port and sees the topic: another cluster on this machine may have
-    taken the port first (a gateway that cannot bind exits, and the other one answers)."""
+def check_gateway(gateway: Any, topic: str, workers: int) -> None:
+    """Our gateway serves its port with all its workers and sees the topic: another cluster on
+    this machine may have taken the port first (a gateway that cannot bind exits, and the other
+    one answers)."""
     import urllib.request
 
     deadline = time.monotonic() + 30
@@ -370,7 +403,10 @@ def check_gateway(gateway: Any, topic: str) -> None:
             raise SystemExit(f"the gateway exited; see {gateway.log_path}")
         try:
             with urllib.request.urlopen(f"{gateway.http_url}/topics/{topic}", timeout=5):
-                return
+                log = Path(gateway.log_path).read_text(errors="replace")
+                if workers == 1 or log.count(" serving\n") >= workers:
+                    return
+                raise OSError("not every worker serves yet")
         except OSError as exc:
             if time.monotonic() > deadline:
                 raise SystemExit(f"the gateway does not serve topic {topic}: {exc}") from exc
@@ -465,12 +501,20 @@ def main() -> None:
     parser.add_argument("--readers", type=int, default=4, help="concurrent REST readers")
     parser.add_argument("--read-size", type=int, default=1000, help="records per REST read")
     parser.add_argument("--native-records", type=int, default=300_000)
+    parser.add_argument(
+        "--workers",
+        nargs="+",
+        default=["1", "default"],
+        help="gateway worker processes per run: counts, or 'default' (one per usable CPU)",
+    )
     args = parser.parse_args()
+    counts = worker_counts(args.workers)
 
     rows: list[Row] = []
     with multiprocessing.get_context("spawn").Pool(args.clients) as pool:
         for brokers in args.brokers:
-            rows += run_cluster(brokers, args, pool)
+            for workers in counts:
+                rows += run_cluster(brokers, workers, args, pool)
     print()
     print(table(rows))
 

@@ -28,12 +28,13 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from multiprocessing.context import SpawnContext
 from pathlib import Path
 
 from bench.compare import registry
 from bench.compare.driver import Endpoint, System, Workload
 from bench.compare.measure import Limits, measure
-from bench.compare.results import RunResult
+from bench.compare.results import Kind, RunResult
 from bench.compare.workloads import paced
 
 PROFILES = "profiles"
@@ -137,52 +138,41 @@ def run(options: Options) -> Outcome:
                             options.limits,
                         )
                     this_round.append(result)
+
                 peak = peak_rate(this_round, registry.REFERENCE)
-                if peak:
-                    latency_workload = paced(
-                        workload, options.latency_fraction * peak, options.latency_seconds
-                    )
-                    for name in order:
-                        if name in live.up:
-                            system, endpoint = live.up[name]
-                            this_round.append(
-                                measure(
-                                    ctx,
-                                    entries[name].module,
-                                    system,
-                                    endpoint,
-                                    latency_workload,
-                                    "latency",
-                                    repetition,
-                                    options.limits,
-                                )
-                            )
                 for name in order:
-                    own = own_peak_rate(this_round, name)
-                    if name not in live.up or name not in options.own_paced or not own:
+                    if name not in live.up:
                         continue
-                    system, endpoint = live.up[name]
-                    own_workload = paced(
-                        workload, options.latency_fraction * own, options.latency_seconds
-                    )
-                    this_round.append(
-                        measure(
-                            ctx,
-                            entries[name].module,
-                            system,
-                            endpoint,
-                            own_workload,
-                            "own-latency",
-                            repetition,
-                            options.limits,
-                        )
-                    )
+                    run = _Paced(ctx, options, entries[name].module, *live.up[name])
+                    if peak:
+                        this_round.append(run.measure(workload, peak, "latency", repetition))
+                    own = own_peak_rate(this_round, name)
+                    if own and name in options.own_paced:
+                        this_round.append(run.measure(workload, own, "own-latency", repetition))
                 outcome.results.extend(this_round)
             save(outcome, options.out)
     # Server logs stay when anything failed: the errors point into them.
     if not outcome.unavailable and all(r.ok for r in outcome.results):
         shutil.rmtree(workdir, ignore_errors=True)
     return outcome
+
+
+@dataclass(frozen=True)
+class _Paced:
+    """A latency run of one started system, paced at ``latency_fraction`` of a rate."""
+
+    ctx: SpawnContext
+    options: Options
+    module: str
+    system: System
+    endpoint: Endpoint
+
+    def measure(self, workload: Workload, rate: float, kind: Kind, repetition: int) -> RunResult:
+        o = self.options
+        at = paced(workload, o.latency_fraction * rate, o.latency_seconds)
+        return measure(
+            self.ctx, self.module, self.system, self.endpoint, at, kind, repetition, o.limits
+        )
 
 
 @dataclass

@@ -22,22 +22,8 @@ def gateway_process(zk_connect: str, log_dir: Path, env: dict[str, str]) -> Iter
     """Start it on a free loopback port with ``env`` added, yield its URL once ready, stop it.
     A gateway that exits or is not ready in time fails the test with its log."""
     port = free_port()
-    full_env = {
-        **os.environ,
-        "PAFKA_GATEWAY_ZOOKEEPER": zk_connect,
-        "PAFKA_GATEWAY_HOST": "127.0.0.1",
-        "PAFKA_GATEWAY_PORT": str(port),
-        **env,
-    }
     log_path = log_dir / "gateway.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pafka.cli.main", "gateway"],
-            env=full_env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    process = start_gateway(zk_connect, port, log_path, env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + READY_WITHIN_S
@@ -53,6 +39,27 @@ def gateway_process(zk_connect: str, log_dir: Path, env: dict[str, str]) -> Iter
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def start_gateway(
+    zk_connect: str, port: int, log_path: Path, env: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    """``pafka gateway`` on 127.0.0.1:``port`` with ``env`` added, its output in ``log_path``."""
+    full_env = {
+        **os.environ,
+        "PAFKA_GATEWAY_ZOOKEEPER": zk_connect,
+        "PAFKA_GATEWAY_HOST": "127.0.0.1",
+        "PAFKA_GATEWAY_PORT": str(port),
+        **env,
+    }
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pafka.cli.main", "gateway"],
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def _ready(url: str) -> bool:

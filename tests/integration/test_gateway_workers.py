@@ -24,6 +24,7 @@ import pytest
 from pafka.local.certs import ThrowawayCa
 from pafka.local.zookeeper import free_port
 from tests.integration.conftest import ClusterHandle
+from tests.integration.gateway_process import start_gateway
 
 JSON = "application/vnd.kafka.json.v2+json"
 READY_WITHIN_S = 60.0
@@ -51,23 +52,9 @@ def _start(
     extra_env: dict[str, str] | None = None,
 ) -> Gateway:
     port = port or free_port()
-    env = {
-        **os.environ,
-        **(extra_env or {}),
-        "PAFKA_GATEWAY_ZOOKEEPER": zk_connect,
-        "PAFKA_GATEWAY_HOST": "127.0.0.1",
-        "PAFKA_GATEWAY_PORT": str(port),
-        "PAFKA_GATEWAY_WORKERS": str(workers),
-    }
     log_path = log_dir / f"gateway-{port}.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "pafka.cli.main", "gateway"],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
+    env = {**(extra_env or {}), "PAFKA_GATEWAY_WORKERS": str(workers)}
+    process = start_gateway(zk_connect, port, log_path, env)
     return Gateway(process, f"http://127.0.0.1:{port}", port, log_path)
 
 
