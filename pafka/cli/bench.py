@@ -27,8 +27,8 @@ def register(sub: Any) -> None:
         "bench",
         help="compare pafka with Redis Streams and NATS JetStream (OpenMessaging-style)",
         description="Starts each system on loopback, runs the workloads (throughput, then a "
-        "paced latency run at 50%% of pafka's peak) and writes report.md, PNG plots and "
-        "results.json to the results folder.",
+        "paced latency run at 50%% of pafka's peak; pafka-rest also at 50%% of its own) and "
+        "writes report.md, PNG plots and results.json to the results folder.",
     )
     parser.add_argument(
         "--systems",
