@@ -63,9 +63,12 @@ class Supervisor:
     worker_main: WorkerMain
     metrics_dir: str
     workers: dict[int, Worker] = field(default_factory=dict)
-    stopping: bool = False
     ever_served: bool = False
     start_failures: int = 0
+    # Written to by the signal handlers (signal.set_wakeup_fd), read by the loop.
+    wake_fd: int = -1
+    # The pause before restarting a worker that failed to start, doubled per failure in a row.
+    first_backoff_s: float = 0.5
 
     def start_worker(self, index: int) -> None:
         ready_r, ready_w = os.pipe()
@@ -83,12 +86,13 @@ class Supervisor:
     def run(self) -> int:
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_w, False)
+        self.wake_fd = wake_r
         previous_wakeup = signal.set_wakeup_fd(wake_w)
         previous = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             for index in range(1, self.settings.workers + 1):
                 self.start_worker(index)
-            return self._loop(wake_r)
+            return self._loop()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -96,13 +100,12 @@ class Supervisor:
             os.close(wake_r)
             os.close(wake_w)
 
-    def _loop(self, wake_r: int) -> int:
+    def _loop(self) -> int:
         while True:
             by_sentinel = {w.process.sentinel: w for w in self.workers.values()}
             by_ready = {w.ready_fd: w for w in self.workers.values() if w.awaiting_ready}
-            events = wait([wake_r, *by_sentinel, *by_ready])
-            if wake_r in events:
-                os.read(wake_r, 512)
+            events = wait([self.wake_fd, *by_sentinel, *by_ready])
+            if self.wake_fd in events:
                 return self.stop()
             # One event at a time, then wait again: handling an exit closes that worker's pipe,
             # whose descriptor the next worker may reuse. A worker that said it serves and died
@@ -134,15 +137,16 @@ class Supervisor:
             if not self.ever_served or self.start_failures >= MAX_START_FAILURES:
                 log.error("worker %d failed to start (exit status %s)", worker.index, code)
                 self.stop()
-                return code if code else 1
-            backoff_s = min(MAX_RESTART_BACKOFF_S, 0.5 * 2**self.start_failures)
+                return code if code and code > 0 else 1
+            backoff_s = min(MAX_RESTART_BACKOFF_S, self.first_backoff_s * 2**self.start_failures)
             log.warning(
                 "worker %d failed to start (exit status %s); again in %.1f s",
                 worker.index,
                 code,
                 backoff_s,
             )
-            time.sleep(backoff_s)
+            if wait([self.wake_fd], timeout=backoff_s):
+                return self.stop()  # asked to stop meanwhile
         else:
             log.warning("worker %d exited (status %s); starting another", worker.index, code)
         self.start_worker(worker.index)
@@ -150,7 +154,6 @@ class Supervisor:
 
     def stop(self) -> int:
         """SIGTERM to every worker, each drains; 0 when all ended cleanly within the grace."""
-        self.stopping = True
         for worker in self.workers.values():
             with contextlib.suppress(ProcessLookupError):
                 if worker.process.pid is not None:
