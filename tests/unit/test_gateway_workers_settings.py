@@ -84,3 +84,19 @@ def test_examples() -> None:
     assert cpu_budget(64, 0.1) == 1
     assert cpu_budget(2, 8.0) == 2
     assert cpu_budget(8, None) == 8
+
+
+def test_local_cluster_gateways_run_one_process_unless_asked(tmp_path: Path) -> None:
+    from pafka.local.cluster import LocalCluster
+
+    cluster = LocalCluster(
+        tmp_path,
+        brokers=0,
+        controllers=0,
+        gateways=2,
+        zookeeper="127.0.0.1:1",
+        service_env={"gateway-2": {"PAFKA_GATEWAY_WORKERS": "2"}},
+    )
+    envs = {name: cluster._environment(s) for name, s in cluster.services.items()}
+    assert envs["gateway-1"]["PAFKA_GATEWAY_WORKERS"] == "1"
+    assert envs["gateway-2"]["PAFKA_GATEWAY_WORKERS"] == "2"
