@@ -182,23 +182,12 @@ def test_a_killed_worker_is_replaced(two_workers: Gateway) -> None:
     assert "starting another" in two_workers.log()
 
 
-def test_sigterm_drains_every_worker_and_exits_0(cluster: ClusterHandle, tmp_path: Path) -> None:
-    gateway = _start(
-        cluster.zk_connect, tmp_path, 2, extra_env={"PAFKA_GATEWAY_IDLE_TIMEOUT_MS": "300"}
-    )
-    try:
-        _wait_serving(gateway, 2)
-        workers = gateway.workers()
-        _assert_idle_connection_closed(gateway)
-    finally:
-        status = _stop(gateway)
-    assert status == 0, gateway.log()
-    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
-
-
-def test_every_worker_serves_https_and_reloads_its_certificate(
+def test_https_in_every_worker_idle_connections_closed_and_sigterm_exits_0(
     cluster: ClusterHandle, tmp_path: Path
 ) -> None:
+    """One gateway of two workers over HTTPS: each presents the certificate and the renewed one
+    once the files change; keep-alive connections close after PAFKA_GATEWAY_IDLE_TIMEOUT_MS;
+    SIGTERM drains both workers and the gateway exits 0."""
     ca = ThrowawayCa.create(tmp_path / "ca")
     first = ca.issue("first", "/CN=localhost", server=True)
     served = tmp_path / "served"
@@ -209,11 +198,14 @@ def test_every_worker_serves_https_and_reloads_its_certificate(
         "PAFKA_GATEWAY_HTTPS_CERTFILE": str(served / "cert.pem"),
         "PAFKA_GATEWAY_HTTPS_KEYFILE": str(served / "key.pem"),
         "PAFKA_GATEWAY_HTTPS_RELOAD_INTERVAL_MS": "200",
+        "PAFKA_GATEWAY_IDLE_TIMEOUT_MS": "300",
     }
     verify = ssl.create_default_context(cafile=str(ca.ca.cert))
     gateway = _start(cluster.zk_connect, tmp_path, 2, extra_env=env)
     try:
         _wait_serving(gateway, 2, verify)
+        workers = gateway.workers()
+        _assert_idle_connection_closed(gateway, verify)
         second = ca.issue("second", "/CN=localhost", server=True)
         renewed = ssl.PEM_cert_to_DER_cert(second.cert.read_text())
         (served / "key.pem").write_bytes(second.key.read_bytes())
@@ -226,7 +218,10 @@ def test_every_worker_serves_https_and_reloads_its_certificate(
             assert time.monotonic() < deadline, (presenting, gateway.log())
             time.sleep(0.2)
     finally:
-        assert _stop(gateway) == 0, gateway.log()
+        status = _stop(gateway)
+    assert status == 0, gateway.log()
+    assert "workers stopped" in gateway.log()
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
 
 
 def _presenting(gateway: Gateway, connections: int, verify: ssl.SSLContext) -> dict[int, bytes]:
@@ -244,10 +239,13 @@ def _presenting(gateway: Gateway, connections: int, verify: ssl.SSLContext) -> d
     return found
 
 
-def _assert_idle_connection_closed(gateway: Gateway) -> None:
+def _assert_idle_connection_closed(gateway: Gateway, verify: ssl.SSLContext) -> None:
     """PAFKA_GATEWAY_IDLE_TIMEOUT_MS: a keep-alive connection serves requests until idle that
     long, then the gateway closes it."""
-    with socket.create_connection(("127.0.0.1", gateway.port), timeout=5) as sock:
+    with (
+        socket.create_connection(("127.0.0.1", gateway.port), timeout=5) as raw,
+        verify.wrap_socket(raw, server_hostname="localhost") as sock,
+    ):
         reader = sock.makefile("rb")
         for _ in range(2):
             sock.sendall(b"GET /livez HTTP/1.1\r\nHost: gw\r\n\r\n")
