@@ -8,15 +8,16 @@ librdkafka; then the same records are read back
 
 * by one librdkafka consumer over the Kafka protocol (assign, no group): the baseline;
 * by one thread through the gateway's range endpoint with httpx (what one Spark task does,
-  without Spark);
-* by Spark (``local[--cores]``) with ``format("pafka")``, one task per partition, every value
-  materialized (``sum(length(value))``); the first Spark read starts the Python workers and is
-  reported apart from the best of the next ``--rounds``.
+  without Spark), in JSON (binary format, base64 values) and in the record-batch format
+  (``application/vnd.pafka.batches``, decoded into Arrow as the connector does);
+* by Spark (``local[--cores]``), one task per partition, every value materialized
+  (``sum(length(value))``): first as the connector read before the batch format (JSON pages of
+  ``maxRecordsPerRequest`` records, a data source defined here), then with ``format("pafka")``
+  (the batch format). The first Spark read starts the Python workers and is reported apart
+  from the best of the next ``--rounds`` of each.
 
-Each line gives records/s and MB/s of values. The Spark connector pays for JSON and base64 in
-the gateway and again in Python, so it is expected to read several times slower than the
-consumer; the interesting ratio is Spark vs the single-thread gateway read (Spark's overhead and
-its parallelism).
+Each line gives records/s and MB/s of values; the last line gives both Spark reads as a ratio
+of the consumer's rate in the same run.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from bench.produce_fetch import Phase, create_topic, fetch, produce
 
 BINARY = "application/vnd.kafka.binary.v2+json"
+BATCHES = "application/vnd.pafka.batches"
 
 
 def gateway_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
@@ -60,9 +63,69 @@ def gateway_read(gateway: str, topic: str, partitions: int, records: int) -> Pha
     return Phase("gateway", seen, elapsed)
 
 
+def gateway_batch_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
+    from pafka.spark.batch_decode import decode_batches
+
+    seen = 0
+    started = time.perf_counter()
+    with httpx.Client(timeout=30) as client:
+        for partition in range(partitions):
+            offset = 0
+            while True:
+                response = client.get(
+                    f"{gateway}/topics/{topic}/partitions/{partition}/records",
+                    params={"offset": offset, "max_records": records},
+                    headers={"Accept": BATCHES},
+                )
+                rows = decode_batches(
+                    response.content,
+                    topic=topic,
+                    partition=partition,
+                    start=offset,
+                    until=2**63 - 1,
+                    include_headers=False,
+                )
+                seen += rows.num_rows
+                offset = int(response.headers["pafka-next-offset"])
+                if offset >= int(response.headers["pafka-high-watermark"]):
+                    break
+    elapsed = time.perf_counter() - started
+    assert seen == records, f"the gateway gave {seen} of {records} records"
+    return Phase("batches", seen, elapsed)
+
+
+def json_source() -> type:
+    """The connector as it read before the batch format: JSON pages through ``read_pages``.
+    Defined in a function so that Spark's workers get it by value (pickled from ``__main__``)."""
+    from pafka.spark.gateway import GatewayClient
+    from pafka.spark.options import parse_read
+    from pafka.spark.reading import read_pages
+    from pafka.spark.rows import to_arrow
+    from pafka.spark.source import BatchReader, PafkaDataSource, RangePartition
+
+    class JsonReader(BatchReader):
+        def read(self, partition: Any) -> Any:
+            assert isinstance(partition, RangePartition)
+            opts = self.options
+            with GatewayClient(opts.gateway, first=partition.range.partition) as client:
+                pages = read_pages(client, partition.range, fail_on_data_loss=True)
+                for page in pages:
+                    yield to_arrow(page, opts.include_headers)
+
+    class JsonSource(PafkaDataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "pafka-json"
+
+        def reader(self, schema: Any) -> Any:
+            return JsonReader(parse_read(self.options, streaming=False))
+
+    return JsonSource
+
+
 def spark_reads(
     gateway: str, topic: str, records: int, cores: int, rounds: int
-) -> tuple[Phase, Phase]:
+) -> list[tuple[Phase, Phase]]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -77,11 +140,12 @@ def spark_reads(
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    spark.dataSource.register(json_source())
 
-    def once() -> Phase:
+    def once(fmt: str) -> Phase:
         started = time.perf_counter()
         df = (
-            spark.read.format("pafka")
+            spark.read.format(fmt)
             .option("gateway", gateway)
             .option("subscribe", topic)
             .option("minPartitions", str(cores))
@@ -93,11 +157,17 @@ def spark_reads(
         return Phase("spark", row.n, elapsed)
 
     try:
-        first = once()
-        best = min((once() for _ in range(rounds)), key=lambda p: p.seconds)
+        found = []
+        for fmt in ("pafka-json", "pafka"):
+            first = once(fmt)
+            found.append((first, min((once(fmt) for _ in range(rounds)), key=_seconds)))
     finally:
         spark.stop()
-    return first, best
+    return found
+
+
+def _seconds(phase: Phase) -> float:
+    return phase.seconds
 
 
 def main() -> None:
@@ -123,13 +193,22 @@ def main() -> None:
         consumer = fetch(bootstrap, topic, parts, args.records)
         print(consumer.line(parts), "(librdkafka consumer, Kafka protocol)", flush=True)
         single = gateway_read(gateway, topic, parts, args.records)
-        print(single.line(parts), "(one thread, REST range reads)", flush=True)
-        first, best = spark_reads(gateway, topic, args.records, args.cores, args.rounds)
-        print(first.line(parts), f"(first read, local[{args.cores}], workers starting)")
-        print(best.line(parts), f"(best of {args.rounds}, local[{args.cores}])")
+        print(single.line(parts), "(one thread, REST range reads, JSON)", flush=True)
+        batches = gateway_batch_read(gateway, topic, parts, args.records)
+        print(batches.line(parts), "(one thread, REST range reads, batches to Arrow)", flush=True)
+        (json_first, json_best), (first, best) = spark_reads(
+            gateway, topic, args.records, args.cores, args.rounds
+        )
+        cores = f"local[{args.cores}]"
+        print(json_first.line(parts), f"(JSON pages, first read, {cores}, workers starting)")
+        print(json_best.line(parts), f"(JSON pages, as before, best of {args.rounds})")
+        print(first.line(parts), f"(record batches, first read, {cores})")
+        print(best.line(parts), f"(record batches, best of {args.rounds}, {cores})")
+        rate = consumer.records_per_s
         print(
-            f"spark / consumer = {best.records_per_s / consumer.records_per_s:.2f}; "
-            f"spark / one gateway thread = {best.records_per_s / single.records_per_s:.2f}"
+            f"spark / consumer: JSON pages (before) = {json_best.records_per_s / rate:.2f}, "
+            f"record batches (now) = {best.records_per_s / rate:.2f}; "
+            f"one thread, batches / JSON = {batches.records_per_s / single.records_per_s:.2f}"
         )
     finally:
         cluster.stop()
