@@ -61,14 +61,18 @@ def read_arrow(
 ) -> Iterator[pa.RecordBatch]:
     """The records of the range as Arrow record batches of Spark's Kafka schema, one per
     non-empty answer: the gateway sends record batches as stored, decoded here
-    (:mod:`pafka.spark.batch_decode`). Each read asks for the rest of the range; the
-    gateway's byte cap of one read bounds it."""
+    (:mod:`pafka.spark.batch_decode`). Each read asks for the rest of the range (or
+    ``maxRecordsPerRequest`` records when that option is given); the gateway's byte cap of
+    one read bounds it."""
 
     # numpy and pyarrow only where records are read: not on the driver planning the query.
     from pafka.spark.batch_decode import decode_batches
 
     def step(offset: int) -> _Step[pa.RecordBatch]:
-        page = client.read_batches(r.topic, r.partition, offset, r.until - offset)
+        wanted = r.until - offset
+        if client.options.read_records_per_request:
+            wanted = min(wanted, client.options.read_records_per_request)
+        page = client.read_batches(r.topic, r.partition, offset, wanted)
         rows = decode_batches(
             page.data,
             topic=r.topic,
