@@ -16,14 +16,17 @@ librdkafka; then the same records are read back
   (the batch format). The first Spark read starts the Python workers and is reported apart
   from the best of the next ``--rounds`` of each.
 
-Each line gives records/s and MB/s of values; the last line gives both Spark reads as a ratio
-of the consumer's rate in the same run.
+Each line gives records/s and MB/s of values; then the best time of a Spark read of one record
+per partition (what a query costs whatever it reads: Spark's planning, scheduling and Python
+workers, the connector's planning requests), both Spark reads as a ratio of the consumer's rate
+in the same run, and the batch-format read's rate with that per-query cost taken out.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import sys
 import tempfile
@@ -124,8 +127,10 @@ def json_source() -> type:
 
 
 def spark_reads(
-    gateway: str, topic: str, records: int, cores: int, rounds: int
-) -> list[tuple[Phase, Phase]]:
+    gateway: str, topic: str, partitions: int, records: int, cores: int, rounds: int
+) -> tuple[list[tuple[Phase, Phase]], Phase]:
+    """(first and best read of each format: JSON pages, then record batches; the best read of
+    one record per partition in the batch format, Spark's and the connector's cost per query)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -142,28 +147,31 @@ def spark_reads(
     register(spark)
     spark.dataSource.register(json_source())
 
-    def once(fmt: str) -> Phase:
+    def once(fmt: str, ending: str = "latest", expected: int = records) -> Phase:
         started = time.perf_counter()
         df = (
             spark.read.format(fmt)
             .option("gateway", gateway)
             .option("subscribe", topic)
             .option("minPartitions", str(cores))
+            .option("endingOffsets", ending)
             .load()
         )
         row = df.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()[0]
         elapsed = time.perf_counter() - started
-        assert row.n == records, f"Spark read {row.n} of {records} records"
+        assert row.n == expected, f"Spark read {row.n} of {expected} records"
         return Phase("spark", row.n, elapsed)
 
+    one_each = json.dumps({topic: {str(p): 1 for p in range(partitions)}})
     try:
         found = []
         for fmt in ("pafka-json", "pafka"):
             first = once(fmt)
             found.append((first, min((once(fmt) for _ in range(rounds)), key=_seconds)))
+        tiny = min((once("pafka", one_each, partitions) for _ in range(rounds)), key=_seconds)
     finally:
         spark.stop()
-    return found
+    return found, tiny
 
 
 def _seconds(phase: Phase) -> float:
@@ -196,19 +204,25 @@ def main() -> None:
         print(single.line(parts), "(one thread, REST range reads, JSON)", flush=True)
         batches = gateway_batch_read(gateway, topic, parts, args.records)
         print(batches.line(parts), "(one thread, REST range reads, batches to Arrow)", flush=True)
-        (json_first, json_best), (first, best) = spark_reads(
-            gateway, topic, args.records, args.cores, args.rounds
+        ((json_first, json_best), (first, best)), tiny = spark_reads(
+            gateway, topic, parts, args.records, args.cores, args.rounds
         )
         cores = f"local[{args.cores}]"
         print(json_first.line(parts), f"(JSON pages, first read, {cores}, workers starting)")
         print(json_best.line(parts), f"(JSON pages, as before, best of {args.rounds})")
         print(first.line(parts), f"(record batches, first read, {cores})")
         print(best.line(parts), f"(record batches, best of {args.rounds}, {cores})")
+        print(f"spark    a read of one record per partition: {tiny.seconds:.3f} s (per query)")
         rate = consumer.records_per_s
         print(
             f"spark / consumer: JSON pages (before) = {json_best.records_per_s / rate:.2f}, "
             f"record batches (now) = {best.records_per_s / rate:.2f}; "
             f"one thread, batches / JSON = {batches.records_per_s / single.records_per_s:.2f}"
+        )
+        beyond = max(best.seconds - tiny.seconds, 1e-9)
+        print(
+            f"record batches without the per-query cost: {args.records / beyond:,.0f} records/s "
+            f"= {args.records / beyond / rate:.2f} of the consumer"
         )
     finally:
         cluster.stop()

@@ -153,9 +153,13 @@ def _record_starts(raw: bytes, buf: Bytes, begin: int, count: int, end: int) -> 
         fits = min(count - done, window, (end - pos) // stride)
         if fits >= STRIDE_MIN_RECORDS:
             guesses = pos + np.arange(fits, dtype=np.int64) * stride
-            lengths, sizes = read_varints(buf, guesses, end)
-            wrong = np.flatnonzero(lengths + sizes != stride)
-            run = int(wrong[0]) if len(wrong) else fits
+            try:
+                lengths, sizes = read_varints(buf, guesses, end)
+            except CorruptMessageError:  # a wrong guess read a value's bytes as a varint
+                run = 1
+            else:
+                wrong = np.flatnonzero(lengths + sizes != stride)
+                run = int(wrong[0]) if len(wrong) else fits
             found.append(guesses[:run])
             pos, done = pos + run * stride, done + run
             window = min(max(2 * run, STRIDE_MIN_RECORDS), STRIDE_MAX_RECORDS)
@@ -217,18 +221,22 @@ def _binary(buf: Bytes, joined: pa.Buffer, pos: Positions, length: Positions) ->
     """A binary column of the slices ``buf[pos:pos+length]`` (null where length is -1)."""
     n = len(pos)
     valid = length >= 0
+    if not bool(valid.any()):
+        return pa.nulls(n, pa.binary())
     size = np.where(valid, length, 0).astype(np.int32)
     # Arrow's 16-byte view: int32 length, then 12 bytes inline, or for longer values a 4-byte
     # prefix, int32 buffer index and int32 offset.
     views = np.zeros((n, 16), np.uint8)
-    inline = buf[pos[:, None] + np.arange(INLINE_BYTES)] if n else views[:, 4:]
-    inline[np.arange(INLINE_BYTES)[None, :] >= size[:, None]] = 0
-    views[:, 4:] = inline
     words = views.view(np.int32)
     words[:, 0] = size
     long = size > INLINE_BYTES
-    words[long, 2] = 0
+    views[long, 4:8] = buf[pos[long, None] + np.arange(4)]
     words[long, 3] = pos[long]
+    short = np.flatnonzero(~long & (size > 0))
+    if len(short):
+        inline = buf[pos[short, None] + np.arange(INLINE_BYTES)]
+        inline[np.arange(INLINE_BYTES)[None, :] >= size[short, None]] = 0
+        views[short, 4:] = inline
     validity = None if bool(valid.all()) else pa.py_buffer(np.packbits(valid, bitorder="little"))
     array = pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), joined])
     return array.cast(pa.binary())

@@ -27,7 +27,11 @@ def read_varints(buf: Bytes, positions: Positions, limit: int) -> tuple[Position
     longer than 10 bytes is :class:`CorruptMessageError`."""
     if len(positions) and (int(positions.max()) >= limit or int(positions.min()) < 0):
         raise CorruptMessageError("a record field runs past the end of its batch")
-    byte = buf[positions].astype(np.uint64)
+    first = buf[positions]
+    if not len(first) or int(first.max()) < 0x80:  # all one byte: the usual deltas and counts
+        small = first.astype(np.int64)
+        return (small >> 1) ^ -(small & 1), np.ones(len(positions), np.int64)
+    byte = first.astype(np.uint64)
     value = byte & np.uint64(0x7F)
     sizes = np.ones(len(positions), np.int64)
     going = np.flatnonzero(byte >= 0x80)
