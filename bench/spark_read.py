@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,32 +44,16 @@ BINARY = "application/vnd.kafka.binary.v2+json"
 BATCHES = "application/vnd.pafka.batches"
 
 
-def gateway_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
-    seen = 0
-    started = time.perf_counter()
-    with httpx.Client(timeout=30) as client:
-        for partition in range(partitions):
-            offset = 0
-            while True:
-                page = client.get(
-                    f"{gateway}/topics/{topic}/partitions/{partition}/records",
-                    params={"offset": offset, "max_records": 1000},
-                    headers={"Accept": BINARY},
-                ).json()
-                for record in page["records"]:
-                    base64.b64decode(record["value"])
-                seen += len(page["records"])
-                if page["next_offset"] >= page["high_watermark"]:
-                    break
-                offset = page["next_offset"]
-    elapsed = time.perf_counter() - started
-    assert seen == records, f"the gateway gave {seen} of {records} records"
-    return Phase("gateway", seen, elapsed)
-
-
-def gateway_batch_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
-    from pafka.spark.batch_decode import decode_batches
-
+def _read_all(
+    gateway: str,
+    topic: str,
+    partitions: int,
+    accept: str,
+    read: Callable[[httpx.Response, int, int], tuple[int, int, int]],
+    max_records: int,
+) -> tuple[int, float]:
+    """(records, seconds) of reading every partition from 0 with ``accept``; ``read`` takes an
+    answer, its partition and offset and gives (records, next offset, high watermark)."""
     seen = 0
     started = time.perf_counter()
     with httpx.Client(timeout=30) as client:
@@ -77,22 +62,44 @@ def gateway_batch_read(gateway: str, topic: str, partitions: int, records: int) 
             while True:
                 response = client.get(
                     f"{gateway}/topics/{topic}/partitions/{partition}/records",
-                    params={"offset": offset, "max_records": records},
-                    headers={"Accept": BATCHES},
+                    params={"offset": offset, "max_records": max_records},
+                    headers={"Accept": accept},
                 )
-                rows = decode_batches(
-                    response.content,
-                    topic=topic,
-                    partition=partition,
-                    start=offset,
-                    until=2**63 - 1,
-                    include_headers=False,
-                )
-                seen += rows.num_rows
-                offset = int(response.headers["pafka-next-offset"])
-                if offset >= int(response.headers["pafka-high-watermark"]):
+                count, offset, high_watermark = read(response, partition, offset)
+                seen += count
+                if offset >= high_watermark:
                     break
-    elapsed = time.perf_counter() - started
+    return seen, time.perf_counter() - started
+
+
+def gateway_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
+    def read(response: httpx.Response, partition: int, offset: int) -> tuple[int, int, int]:
+        page = response.json()
+        for record in page["records"]:
+            base64.b64decode(record["value"])
+        return len(page["records"]), page["next_offset"], page["high_watermark"]
+
+    seen, elapsed = _read_all(gateway, topic, partitions, BINARY, read, 1000)
+    assert seen == records, f"the gateway gave {seen} of {records} records"
+    return Phase("gateway", seen, elapsed)
+
+
+def gateway_batch_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
+    from pafka.spark.batch_decode import decode_batches
+
+    def read(response: httpx.Response, partition: int, offset: int) -> tuple[int, int, int]:
+        rows = decode_batches(
+            response.content,
+            topic=topic,
+            partition=partition,
+            start=offset,
+            until=2**63 - 1,
+            include_headers=False,
+        )
+        h = response.headers
+        return rows.num_rows, int(h["pafka-next-offset"]), int(h["pafka-high-watermark"])
+
+    seen, elapsed = _read_all(gateway, topic, partitions, BATCHES, read, records)
     assert seen == records, f"the gateway gave {seen} of {records} records"
     return Phase("batches", seen, elapsed)
 

@@ -125,17 +125,7 @@ class GatewayClient:
     # -- records -------------------------------------------------------------------------------
 
     def read(self, topic: str, partition: int, offset: int, max_records: int) -> ReadPage:
-        params = {"offset": offset, "max_records": max_records, "timeout_ms": 0}
-        response = self._call(
-            "GET",
-            f"/topics/{topic}/partitions/{partition}/records",
-            params=params,
-            headers={"Accept": BINARY},
-            passthrough=(416,),
-        )
-        if response.status_code == 416:
-            raise OffsetOutOfRange(_message(response))
-        body = response.json()
+        body = self._range_read(topic, partition, offset, max_records, BINARY).json()
         return ReadPage(
             body["records"],
             int(body["next_offset"]),
@@ -146,16 +136,7 @@ class GatewayClient:
     def read_batches(self, topic: str, partition: int, offset: int, max_records: int) -> BatchPage:
         """Whole batches from ``offset`` holding up to about ``max_records`` records, within
         the gateway's byte cap of one read."""
-        params = {"offset": offset, "max_records": max_records, "timeout_ms": 0}
-        response = self._call(
-            "GET",
-            f"/topics/{topic}/partitions/{partition}/records",
-            params=params,
-            headers={"Accept": BATCHES},
-            passthrough=(416,),
-        )
-        if response.status_code == 416:
-            raise OffsetOutOfRange(_message(response))
+        response = self._range_read(topic, partition, offset, max_records, BATCHES)
         if response.headers.get("content-type", "").split(";")[0].strip() != BATCHES:
             raise ConnectorError(
                 f"the gateway answered a batch read with {response.headers.get('content-type')}"
@@ -168,6 +149,21 @@ class GatewayClient:
             int(h["pafka-high-watermark"]),
             int(h["pafka-log-start-offset"]),
         )
+
+    def _range_read(
+        self, topic: str, partition: int, offset: int, max_records: int, accept: str
+    ) -> httpx.Response:
+        params = {"offset": offset, "max_records": max_records, "timeout_ms": 0}
+        response = self._call(
+            "GET",
+            f"/topics/{topic}/partitions/{partition}/records",
+            params=params,
+            headers={"Accept": accept},
+            passthrough=(416,),
+        )
+        if response.status_code == 416:
+            raise OffsetOutOfRange(_message(response))
+        return response
 
     def produce(self, topic: str, records: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
         """Write ``records`` (binary v2 form) with acks=all under the idempotency ``key``,
