@@ -16,7 +16,9 @@ batches a read keeps (:func:`select_batches`, pure):
   :mod:`pafka.client.isolation` does for record reads), so the caller never needs that list;
 * batches until they hold ``max_records`` records from the offset (the last one whole).
 
-The leader, retries and out-of-range errors are those of :mod:`pafka.client.fetcher`.
+The leader, retries and out-of-range errors are those of :mod:`pafka.client.fetcher`; the
+Fetch response is read by hand (:mod:`pafka.protocol.fetch_answer`), so the batches are views
+of the response frame as it arrived, never copied here.
 """
 
 from __future__ import annotations
@@ -24,15 +26,26 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from pafka.client.cluster import ClusterClient
-from pafka.client.fetcher import _fetch_once, _out_of_range
+from pafka.client.cluster import ClusterClient, PartitionLeader
+from pafka.client.fetcher import (
+    ANSWER_MARGIN_S,
+    FETCH_VERSION,
+    _on_leader,
+    _out_of_range,
+    _raise_for,
+    fetch_request,
+)
 from pafka.client.isolation import (
+    AbortedTransaction,
     CommittedFilter,
     IsolationLevel,
     UncommittedFilter,
     batch_filter,
 )
-from pafka.errors import CorruptMessageError, OffsetOutOfRangeError
+from pafka.errors import CorruptMessageError, NotLeaderOrFollowerError, OffsetOutOfRangeError
+from pafka.protocol import fetch_answer
+from pafka.protocol.fetch_answer import PartitionAnswer
+from pafka.protocol.versions import ApiKey
 from pafka.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, Buffer, read_header
 
 
@@ -113,17 +126,18 @@ async def fetch_batches(
     while True:
         wait_ms = max(int((deadline - loop.time()) * 1000), 0)
         try:
-            answer = await _fetch_once(
+            answer = await _fetch_raw(
                 cluster, topic, partition, position, max_bytes, wait_ms, isolation
             )
         except OffsetOutOfRangeError:
             raise await _out_of_range(cluster, topic, partition, position) from None
+        end = _end(answer, isolation)
         chunks, next_offset = select_batches(
-            answer.data,
+            answer.records,
             position,
             max_records=max_records,
-            end=answer.end(isolation),
-            readable=batch_filter(isolation, answer.aborted),
+            end=end,
+            readable=batch_filter(isolation, [AbortedTransaction(*a) for a in answer.aborted]),
         )
         # Only markers or aborted batches from here: read on past them while time is left.
         if chunks or next_offset <= position or loop.time() >= deadline:
@@ -131,7 +145,56 @@ async def fetch_batches(
                 chunks,
                 answer.high_watermark,
                 answer.log_start_offset,
-                answer.end(IsolationLevel.READ_COMMITTED),
+                _end(answer, IsolationLevel.READ_COMMITTED),
                 max(next_offset, offset),
             )
         position = next_offset
+
+
+def _end(answer: PartitionAnswer, isolation: IsolationLevel) -> int:
+    """Where the batches this isolation level may see end."""
+    if isolation is IsolationLevel.READ_COMMITTED and answer.last_stable_offset >= 0:
+        return min(answer.last_stable_offset, answer.high_watermark)
+    return answer.high_watermark
+
+
+async def _fetch_raw(
+    cluster: ClusterClient,
+    topic: str,
+    partition: int,
+    offset: int,
+    max_bytes: int,
+    wait_ms: int,
+    isolation: IsolationLevel,
+) -> PartitionAnswer:
+    """One Fetch from the leader, its answer left in the response frame."""
+    assert FETCH_VERSION == fetch_answer.VERSION, "the hand-read answer is of this version"
+
+    async def attempt(leader: PartitionLeader) -> PartitionAnswer:
+        body = fetch_request(topic, partition, offset, leader, max_bytes, wait_ms, isolation)
+        frame = await _send_raw(cluster, leader.leader, body, wait_ms)
+        _raise_for(fetch_answer.session_error(frame), topic, partition)
+        found = fetch_answer.find_partition(frame, topic, partition)
+        if found is None:
+            raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the Fetch response")
+        _raise_for(found.error_code, topic, partition)
+        return found
+
+    return await _on_leader(cluster, topic, partition, attempt)
+
+
+async def _send_raw(cluster: ClusterClient, broker: int, body: object, wait_ms: int) -> memoryview:
+    # A held Fetch goes on a connection of its own (see pafka.client.fetcher).
+    if wait_ms <= 0:
+        connection = await cluster.connection(broker)
+        frame = await connection.call(ApiKey.FETCH, fetch_answer.VERSION, body, raw=True)
+    else:
+        async with cluster.exclusive(broker) as connection:
+            frame = await connection.call(
+                ApiKey.FETCH,
+                fetch_answer.VERSION,
+                body,
+                timeout_s=wait_ms / 1000 + ANSWER_MARGIN_S,
+                raw=True,
+            )
+    return memoryview(frame)
