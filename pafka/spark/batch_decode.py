@@ -37,7 +37,7 @@ from pafka.spark.rows import COLUMNS, HEADERS
 from pafka.spark.varints import PAD_BYTES, Bytes, Positions, read_varints
 
 # Runs of records of one size shorter than this are walked one by one (numpy's per-call cost
-# is more); a run is looked for at most this far ahead (doubling while guesses hold).
+# is more); a run is looked for at most this far ahead (less far where sizes keep changing).
 STRIDE_MIN_RECORDS = 16
 STRIDE_MAX_RECORDS = 8192
 # Arrow binary views hold 12 bytes inline, longer values by (buffer, 32-bit offset).
@@ -142,7 +142,7 @@ def _record_starts(raw: bytes, buf: Bytes, begin: int, count: int, end: int) -> 
     is right when every record before it in the run has that size. Where sizes keep changing,
     records are walked one by one for a while."""
     found: list[Positions] = []
-    pos, done, window, walk = begin, 0, STRIDE_MIN_RECORDS, STRIDE_MIN_RECORDS
+    pos, done, window, walk = begin, 0, STRIDE_MAX_RECORDS, STRIDE_MIN_RECORDS
     while done < count:
         if pos >= end:
             raise CorruptMessageError("records disagree with their batch's length")
@@ -162,7 +162,9 @@ def _record_starts(raw: bytes, buf: Bytes, begin: int, count: int, end: int) -> 
                 run = int(wrong[0]) if len(wrong) else fits
             found.append(guesses[:run])
             pos, done = pos + run * stride, done + run
-            window = min(max(2 * run, STRIDE_MIN_RECORDS), STRIDE_MAX_RECORDS)
+            # A size changes a few times a batch (offset and timestamp deltas growing a byte):
+            # guess far again at once; where sizes keep changing, guess less far.
+            window = min(max(4 * run, STRIDE_MIN_RECORDS * 4), STRIDE_MAX_RECORDS)
             if run >= STRIDE_MIN_RECORDS:
                 walk = STRIDE_MIN_RECORDS
                 continue
@@ -230,8 +232,12 @@ def _binary(buf: Bytes, joined: pa.Buffer, pos: Positions, length: Positions) ->
     words = views.view(np.int32)
     words[:, 0] = size
     long = size > INLINE_BYTES
-    views[long, 4:8] = buf[pos[long, None] + np.arange(4)]
-    words[long, 3] = pos[long]
+    if bool(long.all()):  # the bulk case: no masks to apply
+        views[:, 4:8] = buf[pos[:, None] + np.arange(4)]
+        words[:, 3] = pos
+    else:
+        views[long, 4:8] = buf[pos[long, None] + np.arange(4)]
+        words[long, 3] = pos[long]
     short = np.flatnonzero(~long & (size > 0))
     if len(short):
         inline = buf[pos[short, None] + np.arange(INLINE_BYTES)]
