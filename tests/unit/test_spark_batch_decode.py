@@ -80,7 +80,7 @@ def decoded(data: bytes, start: int = 0, until: int = ALL, headers: bool = True)
     return rows.to_pylist()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.lists(batch, min_size=1, max_size=4), st.integers(0, 200), st.integers(0, 200), st.booleans()
 )
@@ -135,7 +135,7 @@ def test_damaged_or_truncated_batches_are_refused(cut: int) -> None:
         decoded(bytes(flipped))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(record, min_size=1, max_size=20), st.binary(min_size=1, max_size=300), st.data())
 def test_any_record_bytes_decode_or_are_refused(
     records: list[Any], noise: bytes, data: Any
