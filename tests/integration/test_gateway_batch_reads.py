@@ -6,8 +6,10 @@ JSON read's errors.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -145,3 +147,49 @@ def test_errors_are_the_json_reads(
     assert as_batches.json() == as_json.json() and as_batches.json()["error_code"] == code
     missing = read(base, f"no-such-{uuid.uuid4().hex[:6]}", 0)
     assert missing.status_code == 404 and missing.json()["error_code"] == 40401
+
+
+def test_tokens_guard_batch_reads_as_json_reads(cluster: Any, tmp_path: Path) -> None:
+    """An in-process gateway with a token file over the shared cluster: 401 without a token,
+    403 for another topic's, the same bodies as the JSON read; the right token reads."""
+    from services.gateway.app import create_app
+    from services.gateway.context import open_context
+    from services.gateway.settings import GatewaySettings
+
+    mine, other = new_topic(cluster, "batches-auth"), new_topic(cluster, "batches-noauth")
+    produced = httpx.post(
+        f"{cluster.gateways[0]}/topics/{mine}",
+        json={"records": [{"value": "eA=="}]},
+        headers={"Content-Type": V2_BINARY},
+        timeout=30,
+    )
+    assert produced.status_code == 200, produced.text
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"narrow {mine}\n")
+    settings = GatewaySettings(zookeeper=cluster.zk_connect, tokens_file=tokens)
+
+    async def scenario() -> None:
+        ctx = await open_context(settings)
+        transport = httpx.ASGITransport(app=create_app(settings, ctx))
+        narrow = {"Authorization": "Bearer narrow"}
+        try:
+            async with httpx.AsyncClient(transport=transport, base_url="http://gw") as gw:
+
+                async def both(topic: str, headers: dict[str, str]) -> list[httpx.Response]:
+                    path = f"/topics/{topic}/partitions/0/records?offset=0"
+                    return [
+                        await gw.get(path, headers={**headers, "Accept": accept})
+                        for accept in (BATCHES, V2_BINARY)
+                    ]
+
+                for topic, headers, status in ((mine, {}, 401), (other, narrow, 403)):
+                    as_batches, as_json = await both(topic, headers)
+                    assert as_batches.status_code == as_json.status_code == status
+                    assert as_batches.json() == as_json.json()
+                allowed, _ = await both(mine, narrow)
+                assert allowed.status_code == 200
+                assert records_of(allowed.content) == [(0, b"x")]
+        finally:
+            await ctx.close()
+
+    asyncio.run(scenario())
