@@ -60,6 +60,10 @@ class OffsetOutOfRange(ConnectorError):
     """The gateway answered 41601: the offset is below the log start or past the end."""
 
 
+class BatchesUnsupported(ConnectorError):
+    """The gateway does not answer in the record-batch format (406: it predates it)."""
+
+
 class GatewayClient:
     def __init__(self, options: GatewayOptions, first: int = 0) -> None:
         """``first`` picks the gateway tried first (tasks pass their partition, so that their
@@ -136,11 +140,11 @@ class GatewayClient:
     def read_batches(self, topic: str, partition: int, offset: int, max_records: int) -> BatchPage:
         """Whole batches from ``offset`` holding up to about ``max_records`` records, within
         the gateway's byte cap of one read."""
-        response = self._range_read(topic, partition, offset, max_records, BATCHES)
+        response = self._range_read(topic, partition, offset, max_records, BATCHES, (406,))
         if response.headers.get("content-type", "").split(";")[0].strip() != BATCHES:
-            raise ConnectorError(
-                f"the gateway answered a batch read with {response.headers.get('content-type')}"
-                " (it predates the batch format)"
+            raise BatchesUnsupported(
+                f"the gateway answered a batch read with {response.status_code} "
+                f"{response.headers.get('content-type')}"
             )
         h = response.headers
         return BatchPage(
@@ -151,7 +155,13 @@ class GatewayClient:
         )
 
     def _range_read(
-        self, topic: str, partition: int, offset: int, max_records: int, accept: str
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_records: int,
+        accept: str,
+        passthrough: tuple[int, ...] = (),
     ) -> httpx.Response:
         params = {"offset": offset, "max_records": max_records, "timeout_ms": 0}
         response = self._call(
@@ -159,7 +169,7 @@ class GatewayClient:
             f"/topics/{topic}/partitions/{partition}/records",
             params=params,
             headers={"Accept": accept},
-            passthrough=(416,),
+            passthrough=(416, *passthrough),
         )
         if response.status_code == 416:
             raise OffsetOutOfRange(_message(response))

@@ -14,12 +14,13 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pafka.spark.errors import DataLossError
-from pafka.spark.gateway import GatewayClient, OffsetOutOfRange
+from pafka.spark.gateway import BatchesUnsupported, GatewayClient, OffsetOutOfRange
 from pafka.spark.planning import OffsetRange
-from pafka.spark.rows import to_row
+from pafka.spark.rows import to_arrow, to_row
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,14 +47,14 @@ def read_pages(
 ) -> Iterator[list[dict[str, Any]]]:
     """The records of the range as the gateway renders them (JSON), one list per non-empty
     answer."""
+    return _walk(client, r, partial(_json_step, client, r), fail_on_data_loss)
 
-    def step(offset: int) -> _Step[list[dict[str, Any]]]:
-        wanted = min(client.options.max_records_per_request, r.until - offset)
-        page = client.read(r.topic, r.partition, offset, wanted)
-        records = [x for x in page.records if offset <= x["offset"] < r.until]
-        return _Step(records or None, page.next_offset, page.high_watermark)
 
-    return _walk(client, r, step, fail_on_data_loss)
+def _json_step(client: GatewayClient, r: OffsetRange, offset: int) -> _Step[list[dict[str, Any]]]:
+    wanted = min(client.options.max_records_per_request, r.until - offset)
+    page = client.read(r.topic, r.partition, offset, wanted)
+    records = [x for x in page.records if offset <= x["offset"] < r.until]
+    return _Step(records or None, page.next_offset, page.high_watermark)
 
 
 def read_arrow(
@@ -63,7 +64,8 @@ def read_arrow(
     non-empty answer: the gateway sends record batches as stored, decoded here
     (:mod:`pafka.spark.batch_decode`). Each read asks for the rest of the range (or
     ``maxRecordsPerRequest`` records when that option is given); the gateway's byte cap of
-    one read bounds it."""
+    one read bounds it. A gateway that predates the format (a rolling upgrade) is read in
+    JSON pages instead."""
 
     # numpy and pyarrow only where records are read: not on the driver planning the query.
     from pafka.spark.batch_decode import decode_batches
@@ -72,7 +74,12 @@ def read_arrow(
         wanted = r.until - offset
         if client.options.read_records_per_request:
             wanted = min(wanted, client.options.read_records_per_request)
-        page = client.read_batches(r.topic, r.partition, offset, wanted)
+        try:
+            page = client.read_batches(r.topic, r.partition, offset, wanted)
+        except BatchesUnsupported:
+            json_page = _json_step(client, r, offset)
+            found = None if json_page.rows is None else to_arrow(json_page.rows, include_headers)
+            return _Step(found, json_page.next_offset, json_page.high_watermark)
         rows = decode_batches(
             page.data,
             topic=r.topic,
