@@ -7,6 +7,7 @@ JSON read's errors.
 from __future__ import annotations
 
 import asyncio
+import base64
 import threading
 import uuid
 from pathlib import Path
@@ -36,6 +37,16 @@ def read(base: str, topic: str, offset: int, accept: str = BATCHES, partition: i
         headers={"Accept": accept},
         timeout=60,
     )
+
+
+def produce_one(base: str, topic: str, value: bytes) -> None:
+    produced = httpx.post(
+        f"{base}/topics/{topic}",
+        json={"records": [{"value": base64.b64encode(value).decode()}]},
+        headers={"Content-Type": V2_BINARY},
+        timeout=30,
+    )
+    assert produced.status_code == 200, produced.text
 
 
 def records_of(body: bytes) -> list[tuple[int, bytes | None]]:
@@ -95,13 +106,7 @@ def test_empty_partition_long_poll_and_a_record_arriving(cluster: Any) -> None:
     result: dict[str, Any] = {}
     poller = threading.Thread(target=lambda: result.update(r=read(b, topic, 0, timeout_ms=20_000)))
     poller.start()
-    produced = httpx.post(
-        f"{a}/topics/{topic}",
-        json={"records": [{"value": "d2FrZQ=="}]},
-        headers={"Content-Type": V2_BINARY},
-        timeout=30,
-    )
-    assert produced.status_code == 200, produced.text
+    produce_one(a, topic, b"wake")
     poller.join(30)
     assert records_of(result["r"].content) == [(0, b"wake")]
 
@@ -157,13 +162,7 @@ def test_tokens_guard_batch_reads_as_json_reads(cluster: Any, tmp_path: Path) ->
     from services.gateway.settings import GatewaySettings
 
     mine, other = new_topic(cluster, "batches-auth"), new_topic(cluster, "batches-noauth")
-    produced = httpx.post(
-        f"{cluster.gateways[0]}/topics/{mine}",
-        json={"records": [{"value": "eA=="}]},
-        headers={"Content-Type": V2_BINARY},
-        timeout=30,
-    )
-    assert produced.status_code == 200, produced.text
+    produce_one(cluster.gateways[0], mine, b"x")
     tokens = tmp_path / "tokens"
     tokens.write_text(f"narrow {mine}\n")
     settings = GatewaySettings(zookeeper=cluster.zk_connect, tokens_file=tokens)
