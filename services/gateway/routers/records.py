@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from pafka.client.fetcher import fetch, offsets
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import RestError
-from services.gateway import idempotency
+from services.gateway import batch_reads, idempotency
 from services.gateway.context import Ctx, GatewayContext, context
 from services.gateway.formats import (
     INVALID_REQUEST,
@@ -283,9 +283,17 @@ async def produce_to_partition(topic: str, partition: int, request: Request) -> 
     response_model=RecordsModel,
     summary="Read records from an offset (stateless)",
     description="Answers with what is there, or waits up to `timeout_ms` for the first record. "
-    "`Accept: application/vnd.kafka.binary.v2+json` gives base64 keys and values.",
+    "`Accept: application/vnd.kafka.binary.v2+json` gives base64 keys and values; "
+    f"`Accept: {batch_reads.MEDIA_TYPE}` the record batches as stored (see the README).",
     responses={
-        200: {"content": {V2_JSON: RECORDS_SCHEMA, V2_BINARY: RECORDS_SCHEMA}},
+        200: {
+            "content": {
+                V2_JSON: RECORDS_SCHEMA,
+                V2_BINARY: RECORDS_SCHEMA,
+                **batch_reads.OPENAPI_CONTENT,
+            },
+            "headers": batch_reads.OPENAPI_HEADERS,
+        },
         **READ_ERRORS,
     },
 )
@@ -304,6 +312,17 @@ async def read_records(
     ),
 ) -> Response:
     ctx = context(request)  # not a dependency: see _options
+    if batch_reads.wants_batches(request.headers.get("accept")):
+        return await batch_reads.read_batches(
+            ctx,
+            topic,
+            partition,
+            offset=offset,
+            max_records=max_records,
+            max_bytes=max_bytes,
+            timeout_ms=timeout_ms,
+            isolation=isolation,
+        )
     fmt = read_format(request.headers.get("accept"))
     await partition_state(ctx, topic, partition)
     settings = ctx.settings
