@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,7 +188,7 @@ def test_https_in_every_worker_idle_connections_closed_and_sigterm_exits_0(
 ) -> None:
     """One gateway of two workers over HTTPS: each presents the certificate and the renewed one
     once the files change; keep-alive connections close after PAFKA_GATEWAY_IDLE_TIMEOUT_MS;
-    SIGTERM drains both workers and the gateway exits 0."""
+    SIGTERM drains both workers (a long poll in flight is answered) and the gateway exits 0."""
     ca = ThrowawayCa.create(tmp_path / "ca")
     first = ca.issue("first", "/CN=localhost", server=True)
     served = tmp_path / "served"
@@ -217,6 +218,21 @@ def test_https_in_every_worker_idle_connections_closed_and_sigterm_exits_0(
                 break
             assert time.monotonic() < deadline, (presenting, gateway.log())
             time.sleep(0.2)
+        # A long poll in flight when SIGTERM comes is answered before its worker exits.
+        topic = f"drain-{uuid.uuid4().hex[:8]}"
+        cluster.create_topic(topic, partitions=1, replication_factor=1)
+        with ThreadPoolExecutor(1) as pool:
+            url = gateway.url.replace("http://", "https://")
+            polling = pool.submit(
+                httpx.get,
+                f"{url}/topics/{topic}/partitions/0/records?offset=0&timeout_ms=1500",
+                headers={"Accept": JSON},
+                verify=verify,
+                timeout=10,
+            )
+            time.sleep(0.5)
+            gateway.process.send_signal(signal.SIGTERM)
+            assert polling.result().status_code == 200
     finally:
         status = _stop(gateway)
     assert status == 0, gateway.log()
