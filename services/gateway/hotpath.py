@@ -117,9 +117,10 @@ class HotPath:
         self.guard = guard
         self.routes = {
             (method, route.path): route
-            for route in app.router.routes
+            # The router's own routes: the app holds them wrapped, with the same templates.
+            for route in records.router.routes
             if isinstance(route, APIRoute)
-            for method in route.methods
+            for method in route.methods or ()
         }
         self.serve = measure(errors.AnswerBugs(self._serve))
 
@@ -167,10 +168,6 @@ class HotPath:
         if template == PRODUCE_TOPIC:
             return await records.produce_to_topic(params["topic"], request)
         if template == PRODUCE_PARTITION:
-            return await records.produce_to_partition(
-                params["topic"], params["partition"], request
-            )
+            return await records.produce_to_partition(params["topic"], params["partition"], request)
         assert query is not None
-        return await records.read_records(
-            params["topic"], params["partition"], request, **query
-        )
+        return await records.read_records(params["topic"], params["partition"], request, **query)
