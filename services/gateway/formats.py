@@ -304,9 +304,9 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
 def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> ProduceBody:
     """The records of a produce body, or the :class:`RestError` that says what is wrong.
 
-    Runs once per record of every produce request, so the common record (a key and a value,
-    nothing else) takes no detour: fields that are absent cost one lookup each, and the text
-    naming a record is only built for a refusal."""
+    Runs for every produce request: the common request (keys and values only) is read in one
+    pass (:func:`_plain_records`), any other record field by field (:func:`parse_items`), the
+    text naming a record built only for a refusal."""
     loaded = load_body(body)
     if not isinstance(loaded, dict) or not isinstance(loaded.get("records"), list):
         raise RestError(INVALID_REQUEST, 'the body must be {"records": [...]}')
@@ -320,6 +320,12 @@ def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> Prod
     plain = _plain_records(items, fmt)
     if plain is not None:
         return ProduceBody(plain, [None] * len(plain))
+    return parse_items(items, fmt)
+
+
+def parse_items(items: list[Any], fmt: EmbeddedFormat) -> ProduceBody:
+    """Every field of every record checked in order, the first fault named: what the shortcuts
+    of :func:`parse_produce` must agree with (the tests hold them to it)."""
     records, partitions = [], []
     for i, item in enumerate(items):
         if not isinstance(item, dict):
