@@ -189,7 +189,7 @@ _DIGITS_ONLY = bytes(ord("0") if 0x30 <= c <= 0x39 else ord(" ") for c in range(
 
 
 def _long_number(data: bytes) -> bool:
-    return _DIGIT_RUN in data.translate(_DIGITS_ONLY)
+    return len(data) >= len(_DIGIT_RUN) and _DIGIT_RUN in data.translate(_DIGITS_ONLY)
 
 
 def load_body(body: bytes) -> Any:
@@ -270,6 +270,7 @@ def _headers(value: Any, where: str) -> tuple[tuple[str, bytes | None], ...]:
 
 
 _PLAIN_FIELDS = frozenset({"key", "value"})
+_new_tuple = tuple.__new__
 
 
 def _stored(value: Any) -> bytes:
@@ -291,9 +292,16 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
     stored = _decoded if fmt is EmbeddedFormat.BINARY else _stored
     try:
         return [
-            OutgoingRecord(
-                None if (value := item.get("value")) is None else stored(value),
-                None if (key := item.get("key")) is None else stored(key),
+            # What OutgoingRecord(value, key) makes, without its Python-level __new__ (a
+            # sixth of a 100-record request's parse).
+            _new_tuple(
+                OutgoingRecord,
+                (
+                    None if (value := item.get("value")) is None else stored(value),
+                    None if (key := item.get("key")) is None else stored(key),
+                    (),
+                    None,
+                ),
             )
             for item in items
         ]
