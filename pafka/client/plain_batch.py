@@ -17,16 +17,7 @@ from collections.abc import Sequence
 
 import crc32c
 
-from pafka.records.batch import (
-    ATTRIBUTES_OFFSET,
-    CRC,
-    CRC_OFFSET,
-    HEADER,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC_V2,
-    NO_PARTITION_LEADER_EPOCH,
-)
+from pafka.records import batch as layout
 from pafka.records.encoding import SMALL_VARINTS, varint
 
 _NULL = varint(-1)
@@ -60,11 +51,16 @@ def build_plain_batch(
         + _NO_HEADERS
         for i, (key, value) in enumerate(records)
     ]
-    out = bytearray(HEADER_SIZE)
+    out = bytearray(layout.HEADER_SIZE)
     out += b"".join([_length(body) + body for body in bodies])
-    HEADER.pack_into(
-        out, 0, 0, len(out) - LOG_OVERHEAD, NO_PARTITION_LEADER_EPOCH, MAGIC_V2, 0, 0,
-        len(records) - 1, timestamp_ms, timestamp_ms, -1, -1, -1, len(records),
+    # Base offset 0 (the broker assigns it), CRC 0 until packed below, attributes 0 (no
+    # compression, not transactional), no producer id, epoch or sequence.
+    layout.HEADER.pack_into(
+        out, 0, 0, len(out) - layout.LOG_OVERHEAD, layout.NO_PARTITION_LEADER_EPOCH,
+        layout.MAGIC_V2, 0, 0, len(records) - 1, timestamp_ms, timestamp_ms, -1, -1, -1,
+        len(records),
     )  # fmt: skip
-    CRC.pack_into(out, CRC_OFFSET, crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+    layout.CRC.pack_into(
+        out, layout.CRC_OFFSET, crc32c.crc32c(memoryview(out)[layout.ATTRIBUTES_OFFSET :])
+    )
     return bytes(out)
