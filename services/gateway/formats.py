@@ -22,13 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, Field
 
 from pafka.client.batch_reading import FetchedRecord
 from pafka.client.fetcher import FetchResult
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
+from services.gateway import exact_json
 
 V2 = "application/vnd.kafka.v2+json"
 V2_JSON = "application/vnd.kafka.json.v2+json"
@@ -182,25 +182,11 @@ def load_json(body: bytes) -> Any:
         raise RestError(MALFORMED_BODY, f"the body is not valid JSON: {exc}") from None
 
 
-# 19 digits in a row may be an integer orjson would read as a float (beyond 64 bits). Found by
-# a translation and a substring search, several times faster than a regular expression.
-_DIGIT_RUN = b"0" * 19
-_DIGITS_ONLY = bytes(ord("0") if 0x30 <= c <= 0x39 else ord(" ") for c in range(256))
-
-
-def _long_number(data: bytes) -> bool:
-    return len(data) >= len(_DIGIT_RUN) and _DIGIT_RUN in data.translate(_DIGITS_ONLY)
-
-
 def load_body(body: bytes) -> Any:
     """What :func:`load_json` reads, by orjson (several times faster) for the common body:
     UTF-8 without integers beyond 64 bits. What orjson refuses, json decides and words."""
-    if not _long_number(body):
-        try:
-            return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            pass
-    return load_json(body)
+    found = exact_json.load(body)
+    return load_json(body) if found is exact_json.NOT_EXACT else found
 
 
 def dump_json(value: Any) -> bytes:
@@ -208,11 +194,9 @@ def dump_json(value: Any) -> bytes:
     ``\\ud800`` escapes allow but UTF-8 cannot carry)."""
     kind = type(value)
     if kind is str or kind is int:
-        try:
-            # orjson writes strings and 64-bit integers as json does (not floats: ``1e-05``).
-            return orjson.dumps(value)
-        except TypeError:  # a lone surrogate, an integer beyond 64 bits
-            pass
+        found = exact_json.dump_scalar(value)
+        if isinstance(found, bytes):
+            return found
     try:
         # A string is quoted as JSONEncoder.encode would, one call less.
         text = _quote(value) if kind is str else _COMPACT.encode(value)
@@ -275,7 +259,7 @@ _new_tuple = tuple.__new__
 
 def _stored(value: Any) -> bytes:
     """A JSON key or value as stored, refused without naming it (see _plain_records)."""
-    return orjson.dumps(value) if type(value) is str else dump_json(value)
+    return dump_json(value)
 
 
 def _decoded(value: Any) -> bytes:
@@ -305,7 +289,7 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
             )
             for item in items
         ]
-    except (RestError, ValueError, TypeError):  # orjson's refusal of a lone surrogate too
+    except (RestError, ValueError):
         return None
 
 
@@ -365,13 +349,6 @@ def parse_items(items: list[Any], fmt: EmbeddedFormat) -> ProduceBody:
 # -- records out -------------------------------------------------------------------------------
 
 
-_EXACT = (str, int, bool, type(None))
-
-
-def _may_hold_float(data: bytes) -> bool:
-    return b"." in data or b"e" in data or b"E" in data
-
-
 class _StoredJson:
     """Stored keys and values parsed as JSON (as ``json.loads`` does), noting whether any held
     a float or a NaN/Infinity: orjson writes some floats differently (``1e-05`` as
@@ -386,16 +363,9 @@ class _StoredJson:
         return float(text)  # also "NaN", "Infinity" and "-Infinity", as json reads them
 
     def loads(self, data: bytes) -> Any:
-        if not _long_number(data):
-            # orjson, several times faster, where it surely gives what json gives: a string or
-            # an integer, or a document without a float (no ".", "e" or "E" anywhere in it).
-            try:
-                found = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                pass
-            else:
-                if type(found) in _EXACT or not _may_hold_float(data):
-                    return found
+        found = exact_json.load(data, floats=False)  # a float read must set inexact
+        if found is not exact_json.NOT_EXACT:
+            return found
         return self._decoder.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
 
 
@@ -446,19 +416,6 @@ def render_records(
     return _render_all(topic, partition, records, fmt, _StoredJson())
 
 
-def _dumps_exact(value: Any, inexact: bool) -> bytes:
-    """``value`` as ``JSONResponse`` writes it (json, compact, UTF-8), by orjson whenever that
-    gives the same bytes."""
-    if not inexact:
-        try:
-            return orjson.dumps(value)
-        except TypeError:  # an integer beyond 64 bits, a lone surrogate: json decides
-            pass
-    return json.dumps(
-        value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
-    ).encode("utf-8")
-
-
 def read_lines(topic: str, partition: int, result: FetchResult) -> bytes:
     """A range read as newline-delimited JSON: one record object a line (each as in
     :func:`read_answer`'s ``records``), every line ending in a newline."""
@@ -466,7 +423,7 @@ def read_lines(topic: str, partition: int, result: FetchResult) -> bytes:
     rendered = _render_all(topic, partition, result.records, EmbeddedFormat.JSON, stored)
     if not rendered:
         return b""
-    return b"".join([_dumps_exact(r, stored.inexact) + b"\n" for r in rendered])
+    return b"".join([exact_json.dumps(r, has_floats=stored.inexact) + b"\n" for r in rendered])
 
 
 def read_answer(topic: str, partition: int, result: FetchResult, fmt: EmbeddedFormat) -> bytes:
@@ -482,4 +439,4 @@ def read_answer(topic: str, partition: int, result: FetchResult, fmt: EmbeddedFo
         "high_watermark": result.high_watermark,
         "log_start_offset": result.log_start_offset,
     }
-    return _dumps_exact(body, stored.inexact)
+    return exact_json.dumps(body, has_floats=stored.inexact)
