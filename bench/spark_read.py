@@ -8,61 +8,136 @@ librdkafka; then the same records are read back
 
 * by one librdkafka consumer over the Kafka protocol (assign, no group): the baseline;
 * by one thread through the gateway's range endpoint with httpx (what one Spark task does,
-  without Spark);
-* by Spark (``local[--cores]``) with ``format("pafka")``, one task per partition, every value
-  materialized (``sum(length(value))``); the first Spark read starts the Python workers and is
-  reported apart from the best of the next ``--rounds``.
+  without Spark), in JSON (binary format, base64 values) and in the record-batch format
+  (``application/vnd.pafka.batches``, decoded into Arrow as the connector does);
+* by Spark (``local[--cores]``), one task per partition, every value materialized
+  (``sum(length(value))``): first as the connector read before the batch format (JSON pages of
+  ``maxRecordsPerRequest`` records, a data source defined here), then with ``format("pafka")``
+  (the batch format). The first Spark read starts the Python workers and is reported apart
+  from the best of the next ``--rounds`` of each.
 
-Each line gives records/s and MB/s of values. The Spark connector pays for JSON and base64 in
-the gateway and again in Python, so it is expected to read several times slower than the
-consumer; the interesting ratio is Spark vs the single-thread gateway read (Spark's overhead and
-its parallelism).
+Each line gives records/s and MB/s of values; then the best time of a Spark read of one record
+per partition (what a query costs whatever it reads: Spark's planning, scheduling and Python
+workers, the connector's planning requests), both Spark reads as a ratio of the consumer's rate
+in the same run, and the batch-format read's rate with that per-query cost taken out.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import json
 import os
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from bench.produce_fetch import Phase, create_topic, fetch, produce
 
 BINARY = "application/vnd.kafka.binary.v2+json"
+BATCHES = "application/vnd.pafka.batches"
 
 
-def gateway_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
+def _read_all(
+    gateway: str,
+    topic: str,
+    partitions: int,
+    accept: str,
+    read: Callable[[httpx.Response, int, int], tuple[int, int, int]],
+    max_records: int,
+) -> tuple[int, float]:
+    """(records, seconds) of reading every partition from 0 with ``accept``; ``read`` takes an
+    answer, its partition and offset and gives (records, next offset, high watermark)."""
     seen = 0
     started = time.perf_counter()
     with httpx.Client(timeout=30) as client:
         for partition in range(partitions):
             offset = 0
             while True:
-                page = client.get(
+                response = client.get(
                     f"{gateway}/topics/{topic}/partitions/{partition}/records",
-                    params={"offset": offset, "max_records": 1000},
-                    headers={"Accept": BINARY},
-                ).json()
-                for record in page["records"]:
-                    base64.b64decode(record["value"])
-                seen += len(page["records"])
-                if page["next_offset"] >= page["high_watermark"]:
+                    params={"offset": offset, "max_records": max_records},
+                    headers={"Accept": accept},
+                )
+                count, offset, high_watermark = read(response, partition, offset)
+                seen += count
+                if offset >= high_watermark:
                     break
-                offset = page["next_offset"]
-    elapsed = time.perf_counter() - started
+    return seen, time.perf_counter() - started
+
+
+def gateway_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
+    def read(response: httpx.Response, partition: int, offset: int) -> tuple[int, int, int]:
+        page = response.json()
+        for record in page["records"]:
+            base64.b64decode(record["value"])
+        return len(page["records"]), page["next_offset"], page["high_watermark"]
+
+    seen, elapsed = _read_all(gateway, topic, partitions, BINARY, read, 1000)
     assert seen == records, f"the gateway gave {seen} of {records} records"
     return Phase("gateway", seen, elapsed)
 
 
+def gateway_batch_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
+    from pafka.spark.batch_decode import decode_batches
+
+    def read(response: httpx.Response, partition: int, offset: int) -> tuple[int, int, int]:
+        rows = decode_batches(
+            response.content,
+            topic=topic,
+            partition=partition,
+            start=offset,
+            until=2**63 - 1,
+            include_headers=False,
+        )
+        h = response.headers
+        return rows.num_rows, int(h["pafka-next-offset"]), int(h["pafka-high-watermark"])
+
+    seen, elapsed = _read_all(gateway, topic, partitions, BATCHES, read, records)
+    assert seen == records, f"the gateway gave {seen} of {records} records"
+    return Phase("batches", seen, elapsed)
+
+
+def json_source() -> type:
+    """The connector as it read before the batch format: JSON pages through ``read_pages``.
+    Defined in a function so that Spark's workers get it by value (pickled from ``__main__``)."""
+    from pafka.spark.gateway import GatewayClient
+    from pafka.spark.options import parse_read
+    from pafka.spark.reading import read_pages
+    from pafka.spark.rows import to_arrow
+    from pafka.spark.source import BatchReader, PafkaDataSource, RangePartition
+
+    class JsonReader(BatchReader):
+        def read(self, partition: Any) -> Any:
+            assert isinstance(partition, RangePartition)
+            opts = self.options
+            with GatewayClient(opts.gateway, first=partition.range.partition) as client:
+                pages = read_pages(client, partition.range, fail_on_data_loss=True)
+                for page in pages:
+                    yield to_arrow(page, opts.include_headers)
+
+    class JsonSource(PafkaDataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "pafka-json"
+
+        def reader(self, schema: Any) -> Any:
+            return JsonReader(parse_read(self.options, streaming=False))
+
+    return JsonSource
+
+
 def spark_reads(
-    gateway: str, topic: str, records: int, cores: int, rounds: int
-) -> tuple[Phase, Phase]:
+    gateway: str, topic: str, partitions: int, records: int, cores: int, rounds: int
+) -> tuple[list[tuple[Phase, Phase]], Phase]:
+    """(first and best read of each format: JSON pages, then record batches; the best read of
+    one record per partition in the batch format, Spark's and the connector's cost per query)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -77,27 +152,37 @@ def spark_reads(
     )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    spark.dataSource.register(json_source())
 
-    def once() -> Phase:
+    def once(fmt: str, ending: str = "latest", expected: int = records) -> Phase:
         started = time.perf_counter()
         df = (
-            spark.read.format("pafka")
+            spark.read.format(fmt)
             .option("gateway", gateway)
             .option("subscribe", topic)
             .option("minPartitions", str(cores))
+            .option("endingOffsets", ending)
             .load()
         )
         row = df.selectExpr("count(*) AS n", "sum(length(value)) AS bytes").collect()[0]
         elapsed = time.perf_counter() - started
-        assert row.n == records, f"Spark read {row.n} of {records} records"
+        assert row.n == expected, f"Spark read {row.n} of {expected} records"
         return Phase("spark", row.n, elapsed)
 
+    one_each = json.dumps({topic: {str(p): 1 for p in range(partitions)}})
     try:
-        first = once()
-        best = min((once() for _ in range(rounds)), key=lambda p: p.seconds)
+        found = []
+        for fmt in ("pafka-json", "pafka"):
+            first = once(fmt)
+            found.append((first, min((once(fmt) for _ in range(rounds)), key=_seconds)))
+        tiny = min((once("pafka", one_each, partitions) for _ in range(rounds)), key=_seconds)
     finally:
         spark.stop()
-    return first, best
+    return found, tiny
+
+
+def _seconds(phase: Phase) -> float:
+    return phase.seconds
 
 
 def main() -> None:
@@ -123,13 +208,28 @@ def main() -> None:
         consumer = fetch(bootstrap, topic, parts, args.records)
         print(consumer.line(parts), "(librdkafka consumer, Kafka protocol)", flush=True)
         single = gateway_read(gateway, topic, parts, args.records)
-        print(single.line(parts), "(one thread, REST range reads)", flush=True)
-        first, best = spark_reads(gateway, topic, args.records, args.cores, args.rounds)
-        print(first.line(parts), f"(first read, local[{args.cores}], workers starting)")
-        print(best.line(parts), f"(best of {args.rounds}, local[{args.cores}])")
+        print(single.line(parts), "(one thread, REST range reads, JSON)", flush=True)
+        batches = gateway_batch_read(gateway, topic, parts, args.records)
+        print(batches.line(parts), "(one thread, REST range reads, batches to Arrow)", flush=True)
+        ((json_first, json_best), (first, best)), tiny = spark_reads(
+            gateway, topic, parts, args.records, args.cores, args.rounds
+        )
+        cores = f"local[{args.cores}]"
+        print(json_first.line(parts), f"(JSON pages, first read, {cores}, workers starting)")
+        print(json_best.line(parts), f"(JSON pages, as before, best of {args.rounds})")
+        print(first.line(parts), f"(record batches, first read, {cores})")
+        print(best.line(parts), f"(record batches, best of {args.rounds}, {cores})")
+        print(f"spark    a read of one record per partition: {tiny.seconds:.3f} s (per query)")
+        rate = consumer.records_per_s
         print(
-            f"spark / consumer = {best.records_per_s / consumer.records_per_s:.2f}; "
-            f"spark / one gateway thread = {best.records_per_s / single.records_per_s:.2f}"
+            f"spark / consumer: JSON pages (before) = {json_best.records_per_s / rate:.2f}, "
+            f"record batches (now) = {best.records_per_s / rate:.2f}; "
+            f"one thread, batches / JSON = {batches.records_per_s / single.records_per_s:.2f}"
+        )
+        beyond = max(best.seconds - tiny.seconds, 1e-9)
+        print(
+            f"record batches without the per-query cost: {args.records / beyond:,.0f} records/s "
+            f"= {args.records / beyond / rate:.2f} of the consumer"
         )
     finally:
         cluster.stop()

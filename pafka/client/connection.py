@@ -61,7 +61,8 @@ class BrokerConnection:
         self.client_id = client_id
         self.network = network
         self._slots = asyncio.Semaphore(max_in_flight)
-        self._waiting: collections.deque[tuple[int, ApiKey, int, asyncio.Future[Any]]] = (
+        # (correlation id, API, version, the caller's future, whether it takes the raw frame)
+        self._waiting: collections.deque[tuple[int, ApiKey, int, asyncio.Future[Any], bool]] = (
             collections.deque()
         )
         self._writer: asyncio.StreamWriter | None = None
@@ -108,16 +109,24 @@ class BrokerConnection:
         self._reader_task = asyncio.create_task(self._read(reader))
 
     async def call(
-        self, api: ApiKey, version: int, body: Any, timeout_s: float | None = None
+        self,
+        api: ApiKey,
+        version: int,
+        body: Any,
+        timeout_s: float | None = None,
+        *,
+        raw: bool = False,
     ) -> Any:
         """Send one request and wait for its decoded response body, at most ``timeout_s``
-        (default ``default.api.timeout.ms``) from the call, queueing for a slot included."""
+        (default ``default.api.timeout.ms``) from the call, queueing for a slot included.
+        ``raw``: the response frame itself (from the correlation id on, a read-only view),
+        for callers that decode it by hand."""
         if timeout_s is None:
             timeout_s = self.network.default_api_timeout_ms / 1000
         future: asyncio.Future[Any] | None = None
         try:
             async with asyncio.timeout(timeout_s), self._slots:
-                future = await self._send(api, version, body)
+                future = await self._send(api, version, body, raw)
                 assert self._writer is not None
                 try:
                     await self._writer.drain()
@@ -136,7 +145,9 @@ class BrokerConnection:
                 f"{api.name} to {self.host}:{self.port} timed out after {timeout_s:g}s"
             ) from exc
 
-    async def _send(self, api: ApiKey, version: int, body: Any) -> asyncio.Future[Any]:
+    async def _send(
+        self, api: ApiKey, version: int, body: Any, raw: bool = False
+    ) -> asyncio.Future[Any]:
         if not self.alive:
             raise BrokerConnectionError(f"connection to {self.host}:{self.port} is closed")
         assert self._writer is not None
@@ -145,7 +156,7 @@ class BrokerConnection:
         frame = encode_request(api, version, body, correlation_id, self.client_id)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         async with self._write_lock:  # waiters must queue in the order frames are sent
-            self._waiting.append((correlation_id, api, version, future))
+            self._waiting.append((correlation_id, api, version, future, raw))
             self._writer.write(frame)
         return future
 
@@ -167,10 +178,14 @@ class BrokerConnection:
     def _deliver(self, frame: bytes | memoryview) -> None:
         if not self._waiting:
             raise ProtocolError(f"{self.host}:{self.port} sent an unrequested response")
-        correlation_id, api, version, future = self._waiting.popleft()
+        correlation_id, api, version, future, raw = self._waiting.popleft()
         (got,) = _CORRELATION.unpack_from(frame, 0)
         if got != correlation_id:
             raise ProtocolError(f"expected correlation id {correlation_id}, got {got}")
+        if raw:
+            if not future.done():
+                future.set_result(frame)
+            return
         try:
             response = decode_response(api, version, frame)
         except ProtocolError as exc:

@@ -218,34 +218,9 @@ async def _fetch_once(
     isolation: IsolationLevel,
 ) -> _Answer:
     """One Fetch from the leader."""
-    cls = request_class(ApiKey.FETCH)[FETCH_VERSION]
 
     async def attempt(leader: PartitionLeader) -> _Answer:
-        body = cls(
-            replica_id=-1,
-            max_wait_ms=wait_ms,
-            min_bytes=1,
-            max_bytes=max_bytes,
-            isolation_level=int(isolation),
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                cls.FetchTopic(
-                    topic=topic,
-                    partitions=[
-                        cls.FetchTopic.FetchPartition(
-                            partition=partition,
-                            current_leader_epoch=leader.leader_epoch,
-                            fetch_offset=offset,
-                            log_start_offset=-1,
-                            partition_max_bytes=max_bytes,
-                        )
-                    ],
-                )
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        )
+        body = fetch_request(topic, partition, offset, leader, max_bytes, wait_ms, isolation)
         response = await _send(cluster, leader.leader, body, wait_ms)
         for t in response.responses:
             for p in t.partitions:
@@ -264,6 +239,44 @@ async def _fetch_once(
         raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the Fetch response")
 
     return await _on_leader(cluster, topic, partition, attempt)
+
+
+def fetch_request(
+    topic: str,
+    partition: int,
+    offset: int,
+    leader: PartitionLeader,
+    max_bytes: int,
+    wait_ms: int,
+    isolation: IsolationLevel,
+) -> Any:
+    """A sessionless Fetch (v``FETCH_VERSION``) of one partition, as a consumer sends it."""
+    cls = request_class(ApiKey.FETCH)[FETCH_VERSION]
+    return cls(
+        replica_id=-1,
+        max_wait_ms=wait_ms,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        isolation_level=int(isolation),
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            cls.FetchTopic(
+                topic=topic,
+                partitions=[
+                    cls.FetchTopic.FetchPartition(
+                        partition=partition,
+                        current_leader_epoch=leader.leader_epoch,
+                        fetch_offset=offset,
+                        log_start_offset=-1,
+                        partition_max_bytes=max_bytes,
+                    )
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
 
 
 async def _send(cluster: ClusterClient, broker: int, body: Any, wait_ms: int) -> Any:

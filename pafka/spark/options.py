@@ -16,7 +16,9 @@ name and ``kafka.bootstrap.servers`` into ``gateway``::
                           them with a warning
     includeHeaders        add the ``headers`` column (default false)
     topic                 writes: the topic of every row (else the ``topic`` column)
-    maxRecordsPerRequest  records per gateway request, reads and writes (default 1000)
+    maxRecordsPerRequest  records per gateway request, writes (default 1000) and, when given,
+                          reads (else a read asks for whole record batches up to the
+                          gateway's byte cap, ``PAFKA_GATEWAY_MAX_FETCH_BYTES``)
     requestTimeoutMs      how long to keep trying unreachable gateways (default 30000)
     token                 bearer token, for gateways that require one (sent on every request)
 
@@ -71,6 +73,8 @@ class GatewayOptions:
     max_records_per_request: int = 1000
     request_timeout_ms: int = 30_000
     token: str | None = None
+    # maxRecordsPerRequest when given: record-batch reads are otherwise bounded by bytes only.
+    read_records_per_request: int | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,7 @@ def _gateway(opts: dict[str, str]) -> GatewayOptions:
         max_records_per_request=_positive(opts, "maxRecordsPerRequest") or 1000,
         request_timeout_ms=_positive(opts, "requestTimeoutMs") or 30_000,
         token=opts.get("token") or None,
+        read_records_per_request=_positive(opts, "maxRecordsPerRequest"),
     )
 
 

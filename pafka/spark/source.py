@@ -13,9 +13,9 @@ Rows have the schema of Spark's Kafka source (``key``, ``value`` binary, ``topic
 
 The driver plans (:mod:`pafka.spark.planning`: offset ranges, splits, per-trigger caps) from the
 partitions' offsets; each Spark task reads one range through the gateway's stateless range
-endpoint (:mod:`pafka.spark.reading`). Streaming offsets are ``{topic: {partition: offset}}``;
-a query keeps no state in pafka (no consumer group): its position is its checkpoint. Writes are
-in :mod:`pafka.spark.sink`.
+endpoint in its record-batch format, decoded into Arrow in the task (:mod:`pafka.spark.reading`).
+Streaming offsets are ``{topic: {partition: offset}}``; a query keeps no state in pafka (no
+consumer group): its position is its checkpoint. Writes are in :mod:`pafka.spark.sink`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from pafka.spark import planning
 from pafka.spark.gateway import GatewayClient
 from pafka.spark.options import EARLIEST, LATEST, ReadOptions, TopicPartition, parse_read
 from pafka.spark.planning import OffsetRange
-from pafka.spark.reading import read_pages
-from pafka.spark.rows import read_schema, to_arrow
+from pafka.spark.reading import read_arrow
+from pafka.spark.rows import read_schema
 
 log = logging.getLogger(__name__)
 FORMAT = "pafka"
@@ -86,13 +86,16 @@ class PafkaDataSource(DataSource):
 
 
 def _read(options: ReadOptions, partition: InputPartition) -> Iterator[Any]:
-    """Arrow record batches, one per gateway answer (Spark takes them without converting each
-    row in Python)."""
+    """Arrow record batches, one per gateway answer, decoded from the record batches the
+    gateway sends as stored (Spark takes them without converting each row in Python)."""
     assert isinstance(partition, RangePartition)
     with GatewayClient(options.gateway, first=partition.range.partition) as client:
-        pages = read_pages(client, partition.range, fail_on_data_loss=options.fail_on_data_loss)
-        for page in pages:
-            yield to_arrow(page, options.include_headers)
+        yield from read_arrow(
+            client,
+            partition.range,
+            include_headers=options.include_headers,
+            fail_on_data_loss=options.fail_on_data_loss,
+        )
 
 
 class BatchReader(DataSourceReader):

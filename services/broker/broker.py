@@ -175,6 +175,7 @@ class Broker:
             on_protocol_error=self.metrics.protocol_errors.inc,
             network=settings.network,
             authentication_timeout_ms=listeners.authentication_timeout_ms,
+            failed_authentication_delay_ms=listeners.failed_authentication_delay_ms,
         )
         self._topic_configs: dict[str, TopicConfig] = {}
         self.dynamic = DynamicBrokerConfig(settings.broker_id, self._dynamic_config_changed)

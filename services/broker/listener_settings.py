@@ -38,6 +38,11 @@ class ListenerSettings:
     reauth_ms: int = 0
     # A connection that has not finished its TLS handshake and SASL exchange by then is closed.
     authentication_timeout_ms: int = 30_000
+    # Kafka's connection.failed.authentication.delay.ms: a refused login's connection closes
+    # this long after its answer is written, so the answer is read before the close (a close
+    # with the client's next request unread resets the connection, losing the answer) and
+    # password guessing is slowed.
+    failed_authentication_delay_ms: int = 100
     # How often the TLS files are checked for renewal.
     tls_reload_interval_ms: int = 60_000
     # How this broker connects to the others' inter-broker listener.
@@ -86,6 +91,9 @@ class ListenerSettings:
             sasl_mechanisms=mechanisms,
             reauth_ms=env.integer("CONNECTIONS_MAX_REAUTH_MS", 0),
             authentication_timeout_ms=env.integer("AUTHENTICATION_TIMEOUT_MS", 30_000, minimum=100),
+            failed_authentication_delay_ms=env.integer(
+                "CONNECTION_FAILED_AUTHENTICATION_DELAY_MS", 100, minimum=0
+            ),
             tls_reload_interval_ms=env.integer("SSL_RELOAD_INTERVAL_MS", 60_000, minimum=100),
             inter_broker=inter_broker,
         )

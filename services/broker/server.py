@@ -77,10 +77,12 @@ class KafkaServer:
         on_protocol_error: Callable[[], None] = lambda: None,
         network: NetworkDeadlines = DEFAULT_DEADLINES,
         authentication_timeout_ms: int = 30_000,
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self._handle_frame = handle_frame
         # A connection still unauthenticated (TLS or SASL) this long after it opened is closed.
         self.authentication_timeout_s = authentication_timeout_ms / 1000
+        self.failed_authentication_delay_s = failed_authentication_delay_ms / 1000
         # Malformed frames are caught here, before any handler sees them, so counted here too.
         self._on_protocol_error = on_protocol_error
         self._max_frame_bytes = max_frame_bytes
@@ -365,6 +367,8 @@ class _Connection(asyncio.Protocol):
                     close_regions(response)  # the client left: nothing will send them
                 if self.session.close_after_response:
                     log.info("closing connection from %s after refusing it", self.host)
+                    self._flush()
+                    await asyncio.sleep(self._server.failed_authentication_delay_s)
                     break
         except ProtocolError as exc:
             log.info("closing connection from %s: %s", self.host, exc)

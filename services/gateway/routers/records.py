@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from pafka.client.fetcher import fetch, offsets
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import RestError
-from services.gateway import idempotency
+from services.gateway import batch_reads, idempotency
 from services.gateway.context import Ctx, GatewayContext, context
 from services.gateway.formats import (
     INVALID_REQUEST,
@@ -184,26 +184,25 @@ PRODUCE_ERRORS: dict[int | str, dict[str, Any]] = {
     },
 }
 RECORDS_SCHEMA = {"schema": {"$ref": "#/components/schemas/RecordsModel"}}
-# Where an NDJSON read goes on: its lines are records only, so these headers say it.
-NEXT_OFFSET = "Pafka-Next-Offset"
-HIGH_WATERMARK = "Pafka-High-Watermark"
-LOG_START_OFFSET = "Pafka-Log-Start-Offset"
+# Where an NDJSON read goes on: its lines are records only, so headers say it, as they do for
+# the batch format (the same names).
+LINES_HEADERS = (batch_reads.NEXT_OFFSET, batch_reads.HIGH_WATERMARK, batch_reads.LOG_START_OFFSET)
 _LINES_SCHEMA = {
     "schema": {
         "type": "string",
         "description": "One record a line (each as in `records` of the JSON answer, keys and "
         "values as JSON), every line ending in a newline; where to read on is in the "
-        f"`{NEXT_OFFSET}` header",
+        f"`{batch_reads.NEXT_OFFSET}` header",
     }
 }
-_WHERE_HEADERS = {
-    NEXT_OFFSET: ("integer", "Where the next read should start"),
-    HIGH_WATERMARK: ("integer", "Offset after the last readable record"),
-    LOG_START_OFFSET: ("integer", "First offset still kept"),
-}
 READ_HEADERS = {
-    name: {"description": f"{text} (NDJSON answers only)", "schema": {"type": kind}}
-    for name, (kind, text) in _WHERE_HEADERS.items()
+    name: {
+        "description": f"{NDJSON} and {batch_reads.MEDIA_TYPE} only: {text}"
+        if name in LINES_HEADERS
+        else f"{batch_reads.MEDIA_TYPE} only: {text}",
+        "schema": {"type": "integer"},
+    }
+    for name, text in batch_reads.HEADERS.items()
 }
 READ_ERRORS: dict[int | str, dict[str, Any]] = {
     **UNKNOWN,
@@ -309,10 +308,16 @@ async def produce_to_partition(topic: str, partition: int, request: Request) -> 
     description="Answers with what is there, or waits up to `timeout_ms` for the first record. "
     "`Accept: application/vnd.kafka.binary.v2+json` gives base64 keys and values; "
     "`Accept: application/x-ndjson` one JSON record a line, the next offset in the "
-    "`Pafka-Next-Offset` header.",
+    f"`{batch_reads.NEXT_OFFSET}` header; "
+    f"`Accept: {batch_reads.MEDIA_TYPE}` the record batches as stored (see the README).",
     responses={
         200: {
-            "content": {V2_JSON: RECORDS_SCHEMA, V2_BINARY: RECORDS_SCHEMA, NDJSON: _LINES_SCHEMA},
+            "content": {
+                V2_JSON: RECORDS_SCHEMA,
+                V2_BINARY: RECORDS_SCHEMA,
+                NDJSON: _LINES_SCHEMA,
+                **batch_reads.OPENAPI_CONTENT,
+            },
             "headers": READ_HEADERS,
         },
         **READ_ERRORS,
@@ -333,6 +338,17 @@ async def read_records(
     ),
 ) -> Response:
     ctx = context(request)  # not a dependency: see _options
+    if batch_reads.wants_batches(request.headers.get("accept")):
+        return await batch_reads.read_batches(
+            ctx,
+            topic,
+            partition,
+            offset=offset,
+            max_records=max_records,
+            max_bytes=max_bytes,
+            timeout_ms=timeout_ms,
+            isolation=isolation,
+        )
     fmt, lines = range_format(request.headers.get("accept"))
     await partition_state(ctx, topic, partition)
     settings = ctx.settings
@@ -348,9 +364,9 @@ async def read_records(
     )
     if lines:
         where = {
-            NEXT_OFFSET: str(result.next_offset),
-            HIGH_WATERMARK: str(result.high_watermark),
-            LOG_START_OFFSET: str(result.log_start_offset),
+            batch_reads.NEXT_OFFSET: str(result.next_offset),
+            batch_reads.HIGH_WATERMARK: str(result.high_watermark),
+            batch_reads.LOG_START_OFFSET: str(result.log_start_offset),
         }
         return Response(read_lines(topic, partition, result), headers=where, media_type=NDJSON)
     return Response(read_answer(topic, partition, result, fmt), media_type=fmt.media_type)
