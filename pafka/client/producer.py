@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from pafka.client.cluster import ClusterClient
+from pafka.client.plain_batch import build_plain_batch
 from pafka.errors import (
     BrokerUnreachableError,
     LeaderNotAvailableError,
@@ -105,10 +106,13 @@ class Producer:
         self, topic: str, partition: int, records: Sequence[OutgoingRecord], acks: int = -1
     ) -> Appended:
         now = int(time.time() * 1000)
-        batch = build_batch(
-            [(r.key, r.value, r.headers) for r in records],
-            timestamps_ms=[now if r.timestamp_ms is None else r.timestamp_ms for r in records],
-        )
+        if any([r.headers or r.timestamp_ms is not None for r in records]):
+            batch = build_batch(
+                [(r.key, r.value, r.headers) for r in records],
+                timestamps_ms=[now if r.timestamp_ms is None else r.timestamp_ms for r in records],
+            )
+        else:  # the common send: keys and values only, built in one pass
+            batch = build_plain_batch([(r.key, r.value) for r in records], now)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Appended] = loop.create_future()
         deadline = loop.time() + self.request_timeout_ms / 1000

@@ -12,10 +12,12 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.types import Receive, Scope, Send
 
 from services.gateway import access, auth, docs, errors
 from services.gateway.context import GatewayContext, open_context
 from services.gateway.formats import ErrorBody
+from services.gateway.hotpath import HotPath
 from services.gateway.metrics import GatewayMetrics
 from services.gateway.routers import ROUTERS
 from services.gateway.settings import GatewaySettings
@@ -27,6 +29,18 @@ Compatible with Confluent REST Proxy v2 (content types `application/vnd.kafka.js
 reads and native group membership. Any gateway replica serves any request: nothing about a
 consumer is kept in a gateway's memory. Errors are `{"error_code": ..., "message": ...}`.
 """
+
+
+class GatewayApp(FastAPI):
+    """FastAPI with the record routes' hot path (``hotpath.py``) in front of its stack."""
+
+    hot: HotPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.hot is not None and self.hot.wants(scope):
+            await self.hot.serve(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> FastAPI:
@@ -55,7 +69,7 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
         lambda: c.basic if (c := opened_context()) else None,
         lambda: c.authorizer if (c := opened_context()) else None,
     )
-    app = FastAPI(
+    app = GatewayApp(
         title="pafka gateway",
         description=DESCRIPTION,
         lifespan=lifespan,
@@ -94,4 +108,5 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
     async def prometheus() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    app.hot = HotPath(app, guard if guarded else None, metrics.measured)
     return app

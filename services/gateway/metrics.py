@@ -67,6 +67,10 @@ class GatewayMetrics:
     def install(self, app: FastAPI) -> None:
         app.add_middleware(_Measure, metrics=self)
 
+    def measured(self, app: ASGIApp) -> ASGIApp:
+        """``app`` measured as :meth:`install` measures the whole app."""
+        return _Measure(app, self)
+
 
 class _Measure:
     def __init__(self, app: ASGIApp, metrics: GatewayMetrics) -> None:

@@ -1,0 +1,173 @@
+"""The busiest routes (produce and range reads) served without FastAPI's per-request machinery.
+
+FastAPI's middleware stack, router, dependency solving and parameter validation cost more than
+a one-record produce itself. :class:`HotPath` sits in front of the app and answers the three
+record routes when a request is plainly valid: the path matches, the partition and the query
+parameters are plain decimal numbers in range. It calls the very route functions FastAPI would
+(``routers/records.py``), with the app's guard (credentials, ACLs, audit lines), its error
+mapping, its bug handler and its metrics, so what a client observes is the same. Anything else
+(a parameter FastAPI would refuse, a method or path it routes elsewhere, an app not yet opened)
+goes through FastAPI unchanged, so validation messages stay FastAPI's own.
+
+The routes stay declared on the app, so /docs and the OpenAPI document are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pafka.errors import PafkaError
+from services.gateway import errors
+from services.gateway.routers import records
+
+Guard = Callable[..., Awaitable[None]]
+
+PRODUCE_TOPIC = "/topics/{topic}"
+PRODUCE_PARTITION = "/topics/{topic}/partitions/{partition}"
+READ_RANGE = "/topics/{topic}/partitions/{partition}/records"
+_PREFIX = "/topics/"
+# The read's integer parameters: (lowest, highest) FastAPI accepts; beyond 18 digits, FastAPI
+# decides (and refuses or accepts exactly as it always did).
+_READ_INTS = {
+    "offset": (0, records.MAX_OFFSET),
+    "max_records": (1, None),
+    "max_bytes": (1, None),
+    "timeout_ms": (0, None),
+}
+_ISOLATIONS = frozenset({"read_uncommitted", "read_committed"})
+_READ_DEFAULTS: dict[str, Any] = {
+    "max_records": records.DEFAULT_MAX_RECORDS,
+    "max_bytes": None,
+    "timeout_ms": 0,
+    "isolation": "read_uncommitted",
+}
+QUERY_KEY = "pafka.read_query"  # the read's parsed parameters, in the request's scope
+_MAX_DIGITS = 18
+
+
+def _number(text: str) -> int | None:
+    """A plain decimal (what FastAPI surely reads the same way), else None."""
+    if 0 < len(text) <= _MAX_DIGITS and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
+def read_params(query_string: bytes) -> dict[str, Any] | None:
+    """The range read's query parameters when all are plainly valid, else None (FastAPI then
+    validates them and words any refusal). Parsed as Starlette parses them: the last of a
+    repeated name wins."""
+    query = dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True))
+    params: dict[str, Any] = {}
+    for name, (lowest, highest) in _READ_INTS.items():
+        text = query.get(name)
+        if text is None:
+            continue
+        value = _number(text)
+        if value is None or value < lowest or (highest is not None and value > highest):
+            return None
+        params[name] = value
+    if "offset" not in params:
+        return None
+    isolation = query.get("isolation")
+    if isolation is not None:
+        if isolation not in _ISOLATIONS:
+            return None
+        params["isolation"] = isolation
+    return params
+
+
+def match(method: str, path: str) -> tuple[str, dict[str, Any]] | None:
+    """The route template and path parameters of a hot request, or None."""
+    if not path.startswith(_PREFIX):
+        return None
+    parts = path[len(_PREFIX) :].split("/")
+    if not parts[0]:
+        return None
+    if len(parts) == 1:
+        return (PRODUCE_TOPIC, {"topic": parts[0]}) if method == "POST" else None
+    if len(parts) < 3 or parts[1] != "partitions":
+        return None
+    partition = _number(parts[2])
+    if partition is None:
+        return None
+    params = {"topic": parts[0], "partition": partition}
+    if len(parts) == 3 and method == "POST":
+        return PRODUCE_PARTITION, params
+    if len(parts) == 4 and parts[3] == "records" and method == "GET":
+        return READ_RANGE, params
+    return None
+
+
+class HotPath:
+    """Answers the record routes of ``app`` directly; ``measure`` wraps an ASGI app in the
+    app's metrics, ``guard`` is the app's dependency (None when nothing is guarded)."""
+
+    def __init__(
+        self, app: FastAPI, guard: Guard | None, measure: Callable[[ASGIApp], ASGIApp]
+    ) -> None:
+        self.app = app
+        self.guard = guard
+        self.routes = {
+            (method, route.path): route
+            # The router's own routes: the app holds them wrapped, with the same templates.
+            for route in records.router.routes
+            if isinstance(route, APIRoute)
+            for method in route.methods or ()
+        }
+        self.serve = measure(errors.AnswerBugs(self._serve))
+
+    def wants(self, scope: Scope) -> bool:
+        """Whether this request is served here (and then :attr:`serve` answers it)."""
+        if scope["type"] != "http" or scope.get("root_path"):
+            return False
+        found = match(scope["method"], scope["path"])
+        if found is None or getattr(self.app.state, "ctx", None) is None:
+            return False
+        template, path_params = found
+        if template == READ_RANGE:
+            query = read_params(scope["query_string"])
+            if query is None:
+                return False
+            scope[QUERY_KEY] = {**_READ_DEFAULTS, **query}
+        route = self.routes.get((scope["method"], template))
+        if route is None:
+            return False
+        # What Starlette and its router leave in the scope: routes find the context through
+        # the app, the metrics label and the guard read the route.
+        scope["app"] = self.app
+        scope["route"] = route
+        scope["path_params"] = path_params
+        return True
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        params = scope["path_params"]
+        try:
+            if self.guard is not None:
+                await self.guard(request, None, None)
+            response = await self._answer(
+                scope["route"].path, request, params, scope.get(QUERY_KEY)
+            )
+        except PafkaError as exc:
+            status, code = errors.rest_code(exc)
+            response = errors.error_response(status, code, exc.message)
+        await response(scope, receive, send)
+
+    @staticmethod
+    async def _answer(
+        template: str, request: Request, params: dict[str, Any], query: dict[str, Any] | None
+    ) -> Response:
+        if template == PRODUCE_TOPIC:
+            return await records.produce_to_topic(params["topic"], request)
+        if template == PRODUCE_PARTITION:
+            return await records.produce_to_partition(params["topic"], params["partition"], request)
+        assert query is not None
+        return await records.read_records(params["topic"], params["partition"], request, **query)
