@@ -13,7 +13,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from services.gateway import access, auth, docs, errors
+from services.gateway import access, auth, console, docs, errors
 from services.gateway.context import GatewayContext, open_context
 from services.gateway.formats import ErrorBody
 from services.gateway.metrics import GatewayMetrics
@@ -76,6 +76,7 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
     errors.install(app)
     metrics.install(app)
     docs.install(app)
+    console.install(app)
     for router in ROUTERS:
         app.include_router(router)
 

@@ -108,12 +108,16 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
         Need(D, TOPIC, S.TOPIC_PATH),
     ),
     ("GET", f"{V3_GROUP}/lag-summary"): _DESCRIBE_GROUP,
+    # The console's views (services/gateway/console/api.py); the overview describes the cluster.
+    ("GET", "/v3/clusters/{cluster_id}/overview"): (),
+    ("GET", f"{V3_TOPIC}/partition-summaries"): _DESCRIBE_TOPIC,
 }
 # Lists answer only what the principal may DESCRIBE (filtered by the routes themselves).
 FILTERED: dict[tuple[str, str], ResourceType] = {
     ("GET", "/topics"): TOPIC,
     ("GET", "/v3/clusters/{cluster_id}/topics"): TOPIC,
     ("GET", "/v3/clusters/{cluster_id}/consumer-groups"): GROUP,
+    ("GET", "/v3/clusters/{cluster_id}/topic-search"): TOPIC,
 }
 # A group's offsets and lags keep only the topics the principal may DESCRIBE, as OffsetFetch
 # answers for all of a group's topics (the gateway itself reads them as a super user).
