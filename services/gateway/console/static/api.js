@@ -3,6 +3,8 @@
 // again; a 403 is a refusal the page shows as it is.
 
 const KEY = "pafka-console-credentials";
+// Where the gateway's API is: the page's own path without "/ui" (a proxy may add a prefix).
+const ROOT = location.pathname.replace(/\/ui\/?$/, "");
 const BINARY = "application/vnd.kafka.binary.v2+json";
 
 export class ApiError extends Error {
@@ -84,7 +86,7 @@ export async function call(method, path, { body, accept, contentType } = {}) {
     const auth = authorization();
     if (auth) headers.Authorization = auth;
     if (body !== undefined) headers["Content-Type"] = contentType || "application/json";
-    const response = await fetch(path, {
+    const response = await fetch(ROOT + path, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),

@@ -1,0 +1,267 @@
+"""The console at ``/ui`` in a real headless Chromium, against the shared local cluster.
+
+Debian's ``chromium`` driven by Playwright (no browser of Playwright's own); every request to
+another host is aborted and counted (none may be made), and every request the console makes
+must succeed unless the test expects a refusal. One browser for the module, the session's
+shared cluster: the module adds about 20 s to a run (most of it the guarded gateway's start).
+
+Each page renders the cluster's real data (three brokers, the controller, a topic's partitions
+and log offsets, a record's key, value and headers); a topic is created, a record produced,
+found in the message browser and the topic deleted, all by clicking and typing; with tokens on,
+the console asks for one, and a token without rights on a topic gets a clear refusal.
+Screenshots of each page go to the test run's temporary folder (their path is printed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from tests.integration.gateway_process import gateway_process
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None:
+    pytest.skip(
+        "Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True
+    )
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+WAIT_MS = 30_000
+ADMIN_TOKEN, NARROW_TOKEN = "console-admin-token", "console-narrow-token"
+# As root Chromium needs --no-sandbox; the rest keep it from calling Google's services.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+class ConsolePage:
+    """A Chromium page that may reach only the gateway: other hosts are aborted and kept, as
+    are the gateway's answers of 400 and more and the page's console errors."""
+
+    def __init__(self, browser: Any, base_url: str) -> None:
+        parts = urlsplit(base_url)
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.elsewhere: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("response", self._answered)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on(
+            "console", lambda m: self.errors.append(m.text) if m.type == "error" else None
+        )
+
+    def _route(self, route: Any) -> None:
+        parts = urlsplit(route.request.url)
+        if parts.scheme in ("data", "blob") or f"{parts.scheme}://{parts.netloc}" == self.origin:
+            route.continue_()
+        else:
+            self.elsewhere.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    def _answered(self, response: Any) -> None:
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.request.method} {response.url}")
+
+    def open(self, hash_route: str) -> Any:
+        self.page.goto(f"{self.origin}/ui#{hash_route}")
+        return self.page
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("console-screenshots")
+    print(f"console screenshots: {folder}")
+    return folder
+
+
+@contextlib.contextmanager
+def console(chromium: Any, base_url: str, refusals: int = 0) -> Iterator[ConsolePage]:
+    """The page; on leaving, no other host was asked, nothing failed beyond ``refusals``
+    expected 401s and 403s, and the page logged no error (failed calls log one each)."""
+    page = ConsolePage(chromium, base_url)
+    try:
+        yield page
+    except Exception:
+        # What the page showed, and what it logged, beside the failure.
+        print(page.page.locator("body").inner_html(), page.errors, page.failed, sep="\n")
+        raise
+    finally:
+        page.context.close()
+    assert page.elsewhere == [], page.elsewhere
+    assert all(f.startswith(("401", "403")) for f in page.failed), page.failed
+    assert len(page.failed) == refusals, page.failed
+    assert len([e for e in page.errors if "status of 40" not in e]) == 0, page.errors
+
+
+def row(page: Any, text: str) -> Any:
+    return page.locator("tbody tr", has_text=text)
+
+
+def test_pages_render_the_clusters_real_data(cluster: Any, chromium: Any, shots: Path) -> None:
+    base_url = cluster.gateways[0]
+    topic = f"console-view-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=3, replication_factor=2)
+    record = {"key": "order-7", "value": {"amount": 12}, "partition": 1}
+    produced = httpx.post(f"{base_url}/topics/{topic}", json={"records": [record]}, timeout=30)
+    assert produced.status_code == 200, produced.text
+    overview = httpx.get(f"{base_url}/v3/clusters", timeout=30).json()["data"][0]
+
+    with console(chromium, base_url) as browser:
+        page = browser.open("/overview")
+        brokers = page.locator("#brokers-title + .scroll tbody tr")
+        brokers.nth(2).wait_for(timeout=WAIT_MS)
+        assert brokers.count() == 3
+        assert page.locator("#cluster-title").inner_text() == f"Cluster {overview['cluster_id']}"
+        controller = page.locator(".card", has_text="Active controller").locator("dd")
+        assert controller.inner_text().startswith("broker ")
+        page.screenshot(path=shots / "overview.png", full_page=True)
+
+        page = browser.open(f"/topics?q={topic[:-3].upper()}")
+        found = row(page, topic)
+        found.wait_for(timeout=WAIT_MS)
+        assert found.locator("td").nth(1).inner_text() == "3"
+        assert found.locator("td").nth(2).inner_text() == "2"
+        page.screenshot(path=shots / "topics.png", full_page=True)
+
+        found.get_by_role("link", name=topic).click()
+        partitions = page.locator("#partitions-title ~ .scroll tbody tr")
+        partitions.nth(2).wait_for(timeout=WAIT_MS)
+        cells = partitions.nth(1).locator("td").all_inner_texts()
+        assert cells[4:6] == ["0", "1"], cells  # log start and end of the partition written
+        assert len(cells[2].split(",")) == 2, cells
+        configs = page.locator("#configs-title ~ .scroll tbody tr", has_text="cleanup.policy")
+        configs.wait_for(timeout=WAIT_MS)
+        page.screenshot(path=shots / "topic.png", full_page=True)
+
+        partitions.nth(1).get_by_role("link", name="browse").click()
+        shown = row(page, "order-7")
+        shown.wait_for(timeout=WAIT_MS)
+        assert json.loads(shown.locator("td").nth(3).inner_text()) == {"amount": 12}
+        page.screenshot(path=shots / "messages.png", full_page=True)
+
+
+def test_create_produce_find_and_delete_a_topic_through_the_ui(
+    cluster: Any, chromium: Any, shots: Path
+) -> None:
+    base_url = cluster.gateways[1]
+    topic = f"console-ui-{uuid.uuid4().hex[:8]}"
+    with console(chromium, base_url) as browser:
+        page = browser.open("/topics")
+        page.get_by_label("Name").fill(topic)
+        page.get_by_label("Partitions").fill("2")
+        page.get_by_label("Replication factor").fill("3")
+        page.get_by_role("button", name="Create topic").click()
+        page.locator("#topic-name", has_text=topic).wait_for(timeout=WAIT_MS)
+        page.locator("#partitions-title ~ .scroll tbody tr").nth(1).wait_for(timeout=WAIT_MS)
+
+        page.get_by_role("link", name="Browse messages").click()
+        produce = page.locator("section", has=page.locator("#produce-title"))
+        produce.get_by_label("Partition").fill("1")
+        produce.get_by_label("Key").fill("user-42")
+        produce.get_by_label("Value").fill('{"greeting": "héllo"}')
+        produce.get_by_label("Headers").fill("trace-id: abc123\nsource: console")
+        produce.get_by_role("button", name="Produce").click()
+        produced = produce.get_by_role("status")
+        produced.wait_for(timeout=WAIT_MS)
+        assert produced.inner_text() == "Produced to partition 1 at offset 0."
+        produce.get_by_role("link", name="See it").click()
+
+        browse = page.locator("form", has=page.get_by_role("button", name="Browse"))
+        browse.get_by_label("Key contains").fill("user-4")
+        browse.get_by_label("Value or header contains").fill("abc1")
+        browse.get_by_role("button", name="Browse").click()
+        found = row(page, "user-42")
+        found.wait_for(timeout=WAIT_MS)
+        cells = found.locator("td").all_inner_texts()
+        assert cells[0] == "1" or cells[0] == "0", cells
+        assert json.loads(cells[3]) == {"greeting": "héllo"}
+        assert "trace-id: abc123" in cells[4] and "source: console" in cells[4]
+        browse.get_by_label("Key contains").fill("nobody")
+        browse.get_by_role("button", name="Browse").click()
+        page.get_by_text("0 of 1 records match.").wait_for(timeout=WAIT_MS)
+
+        browser.open(f"/topic/{topic}")
+        page.get_by_role("button", name="Delete topic…").click()
+        page.get_by_label(f"Type {topic} to confirm").fill(topic)
+        page.screenshot(path=shots / "delete-confirmation.png")
+        page.locator("#confirm-ok").click()
+        page.get_by_text(f"Topic {topic} deleted.").wait_for(timeout=WAIT_MS)
+    # Deletion completes when the controller has removed every replica.
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while topic in httpx.get(f"{base_url}/topics", timeout=30).json():
+        assert time.monotonic() < deadline, f"{topic} still listed"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def guarded_gateway(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A gateway of its own over the shared cluster: one token may use every topic, the
+    other only topics named ``open-*``."""
+    env = {"PAFKA_GATEWAY_TOKENS": f"{ADMIN_TOKEN} *; {NARROW_TOKEN} open-*"}
+    with gateway_process(cluster.zk_connect, tmp_path_factory.mktemp("console-gw"), env) as url:
+        yield url
+
+
+def sign_in(page: Any, token: str) -> None:
+    dialog = page.get_by_role("dialog", name="Credentials needed")
+    dialog.wait_for(timeout=WAIT_MS)
+    dialog.get_by_label("Bearer token").check()
+    dialog.get_by_label("Token", exact=True).fill(token)
+    dialog.get_by_role("button", name="Sign in").click()
+
+
+def test_a_token_without_rights_sees_a_clear_refusal(
+    cluster: Any, chromium: Any, guarded_gateway: str, shots: Path
+) -> None:
+    topic = f"console-closed-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    # 401s: the first call unsigned, a wrong token, then the page's two calls after signing out
+    # (both wait on one dialog); 403s: the topic's partitions and its configs.
+    with console(chromium, guarded_gateway, refusals=6) as browser:
+        page = browser.open(f"/topic/{topic}")
+        sign_in(page, "not-a-token")
+        page.get_by_text("did not accept these credentials").wait_for(timeout=WAIT_MS)
+        sign_in(page, NARROW_TOKEN)
+        refusal = page.locator(".refusal").first
+        refusal.wait_for(timeout=WAIT_MS)
+        assert refusal.get_attribute("role") == "alert"
+        assert "Refused" in refusal.inner_text()
+        assert "no access to topic" in refusal.inner_text()
+        assert page.locator("#who").inner_text() == "Signed in as token"
+        page.screenshot(path=shots / "refusal.png", full_page=True)
+
+        page.get_by_role("button", name="Sign out").click()
+        sign_in(page, ADMIN_TOKEN)
+        page.locator("#partitions-title ~ .scroll tbody tr").first.wait_for(timeout=WAIT_MS)
+        assert page.locator(".refusal").count() == 0
