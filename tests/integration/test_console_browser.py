@@ -65,9 +65,7 @@ class ConsolePage:
         self.page = self.context.new_page()
         self.page.on("response", self._answered)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on(
-            "console", lambda m: self.errors.append(m.text) if m.type == "error" else None
-        )
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
 
     def _route(self, route: Any) -> None:
         parts = urlsplit(route.request.url)
