@@ -110,6 +110,7 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
     ("GET", f"{V3_GROUP}/lag-summary"): _DESCRIBE_GROUP,
     # The console's views (services/gateway/console/api.py); the overview describes the cluster.
     ("GET", "/v3/clusters/{cluster_id}/overview"): (),
+    ("GET", "/v3/clusters/{cluster_id}/throughput"): (),
     ("GET", f"{V3_TOPIC}/partition-summaries"): _DESCRIBE_TOPIC,
 }
 # Lists answer only what the principal may DESCRIBE (filtered by the routes themselves).

@@ -143,6 +143,13 @@ def test_pages_render_the_clusters_real_data(cluster: Any, chromium: Any, shots:
         assert page.locator("#cluster-title").inner_text() == f"Cluster {overview['cluster_id']}"
         controller = page.locator(".card", has_text="Active controller").locator("dd")
         assert controller.inner_text().startswith("broker ")
+        traffic = page.locator("#traffic-title ~ .scroll tbody tr")
+        traffic.nth(2).wait_for(timeout=WAIT_MS)
+        assert traffic.count() == 3
+        bytes_in = [traffic.nth(i).locator("td").nth(4).inner_text() for i in range(3)]
+        assert any(b != "0 B" for b in bytes_in), bytes_in  # the record produced above
+        # Rates need a second reading: the overview redraws itself without a reload.
+        page.locator("#rate-in").filter(has_not_text="–").wait_for(timeout=WAIT_MS)
         page.screenshot(path=shots / "overview.png", full_page=True)
 
         page = browser.open(f"/topics?q={topic[:-3].upper()}")

@@ -13,6 +13,7 @@ from services.gateway.console.summaries import (
     search,
     topic_health,
 )
+from services.gateway.console.throughput import totals
 
 names = st.lists(st.text("abAB-_.0", min_size=1, max_size=6), unique=True, max_size=40)
 
@@ -55,3 +56,20 @@ def test_replicas_out_of_the_isr_are_lagging_and_no_leader_is_offline() -> None:
         2: BrokerLoad(replicas=3, leaders=1),
         3: BrokerLoad(replicas=3, leaders=0),
     }
+
+
+def test_broker_traffic_sums_each_counter_over_topics() -> None:
+    exposition = "\n".join(
+        [
+            "# TYPE kafka_server_brokertopicmetrics_bytesin counter",
+            'kafka_server_brokertopicmetrics_bytesin_total{topic="a"} 100.0',
+            'kafka_server_brokertopicmetrics_bytesin_total{topic="b"} 20.0',
+            'kafka_server_brokertopicmetrics_bytesin_created{topic="a"} 1.7e9',
+            "# TYPE kafka_server_brokertopicmetrics_messagesin counter",
+            'kafka_server_brokertopicmetrics_messagesin_total{topic="a"} 3.0',
+            "# TYPE process_cpu_seconds_total counter",
+            "process_cpu_seconds_total 5.0",
+            "",
+        ]
+    )
+    assert totals(exposition) == {"bytes_in": 120.0, "bytes_out": 0.0, "messages_in": 3.0}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pafka.security.acls import Operation, ResourceType
-from services.gateway.console import api as console_api
+from services.gateway.console import ROUTERS as CONSOLE_ROUTERS
 from services.gateway.rest_acls import FILTERED, RULES, Need, Source
 from services.gateway.routers import ROUTERS
 
 
 def _routes() -> set[tuple[str, str]]:
-    routers = [*ROUTERS, console_api.router]
+    routers = [*ROUTERS, *CONSOLE_ROUTERS]
     return {(m, r.path) for router in routers for r in router.routes for m in r.methods}
 
 

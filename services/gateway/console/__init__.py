@@ -2,17 +2,21 @@
 
 ``pages.py`` serves the page and its files from ``static/`` (vanilla ES modules, no build
 step), ``api.py`` the few read-only REST views the pages need that the v3 API lacks,
-``summaries.py`` their pure arithmetic.
+``throughput.py`` the brokers' traffic counters from their own metrics, ``summaries.py`` the
+views' pure arithmetic.
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
-from services.gateway.console import api, pages
+from services.gateway.console import api, pages, throughput
+
+ROUTERS: list[APIRouter] = [api.router, throughput.router]
 
 
 def install(app: FastAPI) -> None:
     """Mount the console's page, files and REST views on ``app``."""
     pages.install(app)
-    app.include_router(api.router)
+    for router in ROUTERS:
+        app.include_router(router)

@@ -1,14 +1,18 @@
 // Overview: brokers with rack, registration time and load; the active controller and its
-// epoch; partitions under-replicated or offline. Redrawn every few seconds while shown.
+// epoch; partitions under-replicated or offline; traffic in and out from the brokers' own
+// counters, as rates between two readings. Redrawn every few seconds while shown.
 import { call, cluster } from "./api.js";
 import { failure, h, table, when } from "./ui.js";
 
 const REFRESH_MS = 3000;
 let timer = null;
+// The previous reading of each broker's counters, for rates.
+let previous = null;
 
 export function leave() {
   clearTimeout(timer);
   timer = null;
+  previous = null;
 }
 
 export async function render(main, { stillCurrent }) {
@@ -17,9 +21,11 @@ export async function render(main, { stillCurrent }) {
   main.replaceChildren(h("h1", {}, "Overview"), stamp, body);
   const draw = async () => {
     try {
-      const view = await call("GET", `${await cluster()}/overview`);
+      const at = await cluster();
+      const [view, traffic] = await Promise.all([call("GET", `${at}/overview`), call("GET", `${at}/throughput`)]);
       if (!stillCurrent()) return;
-      body.replaceChildren(...content(view));
+      body.replaceChildren(...content(view), trafficSection(traffic, previous));
+      previous = traffic;
       stamp.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     } catch (error) {
       if (!stillCurrent()) return;
@@ -55,4 +61,48 @@ function content(view) {
         String(b.partitions), String(b.leaders),
       ]))),
   ];
+}
+
+function rate(now, before, field, id) {
+  const old = before && before.brokers.find((b) => b.broker_id === id);
+  const current = now.brokers.find((b) => b.broker_id === id)[field];
+  if (!old || old[field] === null || current === null) return null;
+  const seconds = (now.read_at_ms - before.read_at_ms) / 1000;
+  return seconds > 0 ? Math.max(0, (current - old[field]) / seconds) : null;
+}
+
+function amount(value, unit) {
+  if (value === null || value === undefined) return "–";
+  const steps = unit === "B" ? ["B", "KiB", "MiB", "GiB", "TiB"] : ["", "k", "M", "G", "T"];
+  const base = unit === "B" ? 1024 : 1000;
+  let i = 0;
+  while (value >= base && i < steps.length - 1) { value /= base; i += 1; }
+  return `${value.toFixed(i ? 1 : 0)} ${steps[i]}${unit === "B" ? "" : unit}`.trim();
+}
+
+function trafficSection(now, before) {
+  const total = (field) => now.brokers.reduce((sum, b) => sum + (b[field] || 0), 0);
+  const totalRate = (field) => {
+    const rates = now.brokers.map((b) => rate(now, before, field, b.broker_id));
+    return rates.some((r) => r === null) ? null : rates.reduce((a, b) => a + b, 0);
+  };
+  return h("section", { "aria-labelledby": "traffic-title" },
+    h("h2", { id: "traffic-title" }, "Throughput"),
+    h("div", { class: "cards" },
+      h("div", { class: "card" }, h("dl", {}, h("dt", {}, "In"), h("dd", { id: "rate-in" }, `${amount(totalRate("bytes_in_total"), "B")}/s`))),
+      h("div", { class: "card" }, h("dl", {}, h("dt", {}, "Out"), h("dd", { id: "rate-out" }, `${amount(totalRate("bytes_out_total"), "B")}/s`))),
+      h("div", { class: "card" }, h("dl", {}, h("dt", {}, "Messages in"), h("dd", {}, `${amount(totalRate("messages_in_total"), "/s")}`)))),
+    table(`Rates over the last ${REFRESH_MS / 1000} s; totals since each broker started (${amount(total("bytes_in_total"), "B")} in)`, [
+      { title: "Broker", num: true }, { title: "In/s", num: true }, { title: "Out/s", num: true },
+      { title: "Messages in/s", num: true }, { title: "Bytes in", num: true }, { title: "Bytes out", num: true },
+      { title: "Messages in", num: true },
+    ], now.brokers.map((b) => [
+      String(b.broker_id),
+      amount(rate(now, before, "bytes_in_total", b.broker_id), "B"),
+      amount(rate(now, before, "bytes_out_total", b.broker_id), "B"),
+      amount(rate(now, before, "messages_in_total", b.broker_id), ""),
+      b.error ? h("span", { class: "bad", title: b.error }, "unavailable") : amount(b.bytes_in_total, "B"),
+      amount(b.bytes_out_total, "B"),
+      amount(b.messages_in_total, ""),
+    ])));
 }
