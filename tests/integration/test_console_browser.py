@@ -37,6 +37,8 @@ if CHROMIUM is None:
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 WAIT_MS = 30_000
+# What the console shows for a figure it cannot compute yet (an en dash).
+NOT_YET = "\u2013"
 ADMIN_TOKEN, NARROW_TOKEN = "console-admin-token", "console-narrow-token"
 # As root Chromium needs --no-sandbox; the rest keep it from calling Google's services.
 CHROMIUM_ARGS = [
@@ -149,7 +151,7 @@ def test_pages_render_the_clusters_real_data(cluster: Any, chromium: Any, shots:
         bytes_in = [traffic.nth(i).locator("td").nth(4).inner_text() for i in range(3)]
         assert any(b != "0 B" for b in bytes_in), bytes_in  # the record produced above
         # Rates need a second reading: the overview redraws itself without a reload.
-        page.locator("#rate-in").filter(has_not_text="–").wait_for(timeout=WAIT_MS)
+        page.locator("#rate-in").filter(has_not_text=NOT_YET).wait_for(timeout=WAIT_MS)
         page.screenshot(path=shots / "overview.png", full_page=True)
 
         page = browser.open(f"/topics?q={topic[:-3].upper()}")
