@@ -112,6 +112,9 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
     ("GET", "/v3/clusters/{cluster_id}/overview"): (),
     ("GET", "/v3/clusters/{cluster_id}/throughput"): (),
     ("GET", f"{V3_TOPIC}/partition-summaries"): _DESCRIBE_TOPIC,
+    ("POST", f"{V3_TOPIC}/configs:alter"): (
+        Need(Operation.ALTER_CONFIGS, TOPIC, S.TOPIC_PATH),  # IncrementalAlterConfigs
+    ),
 }
 # Lists answer only what the principal may DESCRIBE (filtered by the routes themselves).
 FILTERED: dict[tuple[str, str], ResourceType] = {

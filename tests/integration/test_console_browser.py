@@ -128,6 +128,10 @@ def row(page: Any, text: str) -> Any:
     return page.locator("tbody tr", has_text=text)
 
 
+def config_row(page: Any, name: str) -> Any:
+    return page.locator("tbody tr").filter(has=page.get_by_role("cell", name=name, exact=True))
+
+
 def test_pages_render_the_clusters_real_data(cluster: Any, chromium: Any, shots: Path) -> None:
     base_url = cluster.gateways[0]
     topic = f"console-view-{uuid.uuid4().hex[:8]}"
@@ -191,6 +195,23 @@ def test_create_produce_find_and_delete_a_topic_through_the_ui(
         page.get_by_role("button", name="Create topic").click()
         page.locator("#topic-name", has_text=topic).wait_for(timeout=WAIT_MS)
         page.locator("#partitions-title ~ .scroll tbody tr").nth(1).wait_for(timeout=WAIT_MS)
+
+        # Add a partition, override a config, then reset it: each shown once redrawn.
+        page.get_by_label("New partition count").fill("3")
+        page.get_by_role("button", name="Add partitions").click()
+        page.get_by_text(f"{topic} now has 3 partitions.").wait_for(timeout=WAIT_MS)
+        assert page.locator("#partitions-title ~ .scroll tbody tr").count() == 3
+        page.get_by_label("Config", exact=True).select_option("retention.ms")
+        page.get_by_label("Value", exact=True).fill("3600000")
+        page.get_by_role("button", name="Set config").click()
+        page.get_by_text("retention.ms set to 3600000.").wait_for(timeout=WAIT_MS)
+        retention = config_row(page, "retention.ms").locator("td")
+        assert retention.nth(1).inner_text() == "3600000"
+        assert retention.nth(2).inner_text() == "DYNAMIC_TOPIC_CONFIG"
+        page.screenshot(path=shots / "topic-altered.png", full_page=True)
+        page.get_by_role("button", name="Reset to default").click()
+        page.get_by_text("retention.ms reset to its default.").wait_for(timeout=WAIT_MS)
+        assert config_row(page, "retention.ms").locator("td").nth(1).inner_text() == "604800000"
 
         page.get_by_role("link", name="Browse messages").click()
         produce = page.locator("section", has=page.locator("#produce-title"))

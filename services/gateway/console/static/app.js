@@ -43,6 +43,8 @@ async function route() {
     if (stillCurrent()) main.replaceChildren(failure(error));
   }
   who();
+  // Tells an action that started this redraw that the page is there again (and tests too).
+  if (stillCurrent()) document.dispatchEvent(new CustomEvent("console:drawn"));
 }
 
 document.getElementById("signout").addEventListener("click", () => {

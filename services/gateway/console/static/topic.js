@@ -4,6 +4,8 @@ import { call, cluster, enc } from "./api.js";
 import { confirmTyped, failure, field, h, notice, pager, table } from "./ui.js";
 
 const PAGE = 100;
+// The config last chosen, chosen again when the page is redrawn after a change.
+let lastConfig = null;
 
 export async function render(main, { arg, params, stillCurrent }) {
   const name = arg;
@@ -11,7 +13,7 @@ export async function render(main, { arg, params, stillCurrent }) {
   const base = `${await cluster()}/topics/${enc(name)}`;
   const partitions = h("section", { "aria-labelledby": "partitions-title" }, h("h2", { id: "partitions-title" }, "Partitions"));
   const configs = h("section", { "aria-labelledby": "configs-title" }, h("h2", { id: "configs-title" }, "Configs"));
-  const outcome = h("div", { "aria-live": "polite" });
+  const outcome = h("div", { "aria-live": "polite", id: "topic-outcome" });
   main.replaceChildren(
     h("h1", {}, "Topic ", h("span", { id: "topic-name" }, name)),
     h("p", {}, h("a", { href: `#/messages?topic=${enc(name)}&partition=0` }, "Browse messages"), " · ",
@@ -48,8 +50,35 @@ export async function render(main, { arg, params, stillCurrent }) {
     ], conf.value.data.map((c) => [
       c.name, c.is_sensitive ? "(sensitive)" : (c.value ?? "–"),
       h("span", { class: c.is_default ? "muted" : null }, c.source || (c.is_default ? "default" : "override")),
-    ])));
+    ])), configForm(base, conf.value.data.filter((c) => !c.is_read_only), outcome));
   }
+}
+
+// Set one config, or reset it to the brokers' default (configs:alter, all or nothing).
+function configForm(base, configs, outcome) {
+  const name = h("select", { name: "config" },
+    configs.map((c) => h("option", { value: c.name, selected: c.name === lastConfig }, c.name)));
+  const value = h("input", { name: "value" });
+  const fill = () => {
+    const c = configs.find((x) => x.name === name.value);
+    value.value = c && c.value !== null ? c.value : "";
+  };
+  name.addEventListener("change", () => { lastConfig = name.value; fill(); });
+  fill();
+  const send = async (operation) => {
+    try {
+      await call("POST", `${base}/configs:alter`, { body: { data: [{ name: name.value, value: value.value, operation }] } });
+      const done = operation === "SET" ? `${name.value} set to ${value.value}.` : `${name.value} reset to its default.`;
+      document.addEventListener("console:drawn", () => document.getElementById("topic-outcome").replaceChildren(notice(done)), { once: true });
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    } catch (error) {
+      outcome.replaceChildren(failure(error));
+    }
+  };
+  return h("form", { class: "inline", onsubmit: (e) => { e.preventDefault(); send("SET"); } },
+    field("Config", name), field("Value", value),
+    h("button", { type: "submit" }, "Set config"),
+    h("button", { type: "button", class: "secondary", onclick: () => send("DELETE") }, "Reset to default"));
 }
 
 function offsetText(offset) {
@@ -62,7 +91,8 @@ function actions(name, base, outcome) {
     event.preventDefault();
     try {
       await call("PATCH", base, { body: { partitions_count: Number(count.value) } });
-      outcome.replaceChildren(notice(`${name} now has ${count.value} partitions.`));
+      const done = `${name} now has ${count.value} partitions.`;
+      document.addEventListener("console:drawn", () => document.getElementById("topic-outcome").replaceChildren(notice(done)), { once: true });
       window.dispatchEvent(new HashChangeEvent("hashchange"));
     } catch (error) {
       outcome.replaceChildren(failure(error));
