@@ -293,3 +293,50 @@ def test_a_token_without_rights_sees_a_clear_refusal(
         sign_in(page, ADMIN_TOKEN)
         page.locator("#partitions-title ~ .scroll tbody tr").first.wait_for(timeout=WAIT_MS)
         assert page.locator(".refusal").count() == 0
+
+
+def test_a_groups_members_offsets_and_lag_rising_and_falling(
+    cluster: Any, chromium: Any, shots: Path
+) -> None:
+    base_url = cluster.gateways[0]
+    topic, group = f"console-lag-{uuid.uuid4().hex[:8]}", f"console-group-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    with httpx.Client(base_url=base_url, timeout=60) as http:
+
+        def produce(count: int) -> None:
+            records = [{"value": {"n": n}} for n in range(count)]
+            answer = http.post(f"/topics/{topic}", json={"records": records})
+            assert answer.status_code == 200, answer.text
+
+        def commit(offset: int) -> None:
+            entry = {"topic": topic, "partition": 0, "offset": offset}
+            body = {**member, "offsets": [entry]}
+            assert http.post(f"/groups/{group}/offsets", json=body).status_code == 200
+
+        produce(3)
+        # A native REST member (a real Kafka group member), alive without heartbeats meanwhile.
+        join = {"topics": [topic], "session_timeout_ms": 60_000}
+        joined = http.post(f"/groups/{group}/members", json=join).json()
+        member = {"member_id": joined["member_id"], "generation": joined["generation"]}
+        commit(1)
+        try:
+            with console(chromium, base_url) as browser:
+                page = browser.open("/groups")
+                page.get_by_role("link", name=group).click()
+                page.locator("#group-state", has_text="Stable").wait_for(timeout=WAIT_MS)
+                lags = page.locator("#lags-title ~ .scroll tbody tr")
+                assert lags.first.locator("td").all_inner_texts() == [topic, "0", "1", "3", "2"]
+                members = page.locator("#members-title ~ .scroll tbody tr")
+                assert members.count() == 1
+                cells = members.first.locator("td").all_inner_texts()
+                assert cells[0] == joined["member_id"] and cells[3] == f"{topic}-0", cells
+                assert cells[2] != "", cells  # the member's host
+                page.screenshot(path=shots / "group.png", full_page=True)
+
+                # The page redraws itself: lag rises with new records, falls with a commit.
+                produce(2)
+                page.locator("#group-lag", has_text="4").wait_for(timeout=WAIT_MS)
+                commit(5)
+                page.locator("#group-lag", has_text="0").wait_for(timeout=WAIT_MS)
+        finally:
+            http.delete(f"/groups/{group}/members/{joined['member_id']}")

@@ -5,9 +5,11 @@ import * as overview from "./overview.js";
 import * as topics from "./topics.js";
 import * as topic from "./topic.js";
 import * as messages from "./messages.js";
+import * as groups from "./groups.js";
+import * as group from "./group.js";
 
-const PAGES = { overview, topics, topic, messages };
-const NAV = { topic: "topics" };
+const PAGES = { overview, topics, topic, messages, groups, group };
+const NAV = { topic: "topics", group: "groups" };
 let current = null;
 let generation = 0;
 

@@ -1,0 +1,15 @@
+// Consumer groups: every group the caller may describe, with its state and assignor.
+import { call, cluster, enc } from "./api.js";
+import { h, table } from "./ui.js";
+
+export async function render(main, { stillCurrent }) {
+  main.replaceChildren(h("h1", {}, "Consumer groups"));
+  const groups = await call("GET", `${await cluster()}/consumer-groups`);
+  if (!stillCurrent()) return;
+  main.append(table(`${groups.data.length} groups`, [
+    { title: "Group" }, { title: "State" }, { title: "Assignor" },
+  ], groups.data.map((g) => [
+    h("a", { href: `#/group/${enc(g.consumer_group_id)}` }, g.consumer_group_id),
+    g.state, g.partition_assignor || "–",
+  ])));
+}
