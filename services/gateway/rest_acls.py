@@ -108,6 +108,8 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
         Need(D, TOPIC, S.TOPIC_PATH),
     ),
     ("GET", f"{V3_GROUP}/lag-summary"): _DESCRIBE_GROUP,
+    ("DELETE", V3_GROUP): (Need(Operation.DELETE, GROUP, S.GROUP_PATH),),  # DeleteGroups
+    ("POST", f"{V3_GROUP}/offsets:reset"): _MEMBER_ON_TOPICS,  # OffsetCommit's rights
     # The console's views (services/gateway/console/api.py); the overview describes the cluster.
     ("GET", "/v3/clusters/{cluster_id}/overview"): (),
     ("GET", "/v3/clusters/{cluster_id}/throughput"): (),

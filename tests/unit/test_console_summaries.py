@@ -1,4 +1,5 @@
-"""The console's arithmetic (pure): topic search pages, partition health, broker loads."""
+"""The console's arithmetic (pure): topic search pages, partition health, broker loads, traffic
+counters, offset reset targets."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pafka.client.cluster import PartitionLeader
+from services.gateway.console.group_admin import reset_target
 from services.gateway.console.summaries import (
     BrokerLoad,
     broker_loads,
@@ -73,3 +75,13 @@ def test_broker_traffic_sums_each_counter_over_topics() -> None:
         ]
     )
     assert totals(exposition) == {"bytes_in": 120.0, "bytes_out": 0.0, "messages_in": 3.0}
+
+
+@given(st.integers(0, 100), st.integers(0, 100), st.integers(0, 300))
+def test_a_reset_lands_inside_the_log(earliest: int, length: int, offset: int) -> None:
+    latest = earliest + length
+    assert reset_target("earliest", None, earliest, latest) == earliest
+    assert reset_target("latest", None, earliest, latest) == latest
+    target = reset_target("offset", offset, earliest, latest)
+    assert earliest <= target <= latest
+    assert target == offset or not earliest <= offset <= latest

@@ -2,6 +2,7 @@
 
 ``pages.py`` serves the page and its files from ``static/`` (vanilla ES modules, no build
 step), ``api.py`` the few read-only REST views the pages need that the v3 API lacks,
+``group_admin.py`` deleting a group and resetting its offsets (with a dry run),
 ``topic_configs.py`` v3's configs:alter (the v3 API had no config write),
 ``throughput.py`` the brokers' traffic counters from their own metrics, ``summaries.py`` the
 views' pure arithmetic.
@@ -11,9 +12,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from services.gateway.console import api, pages, throughput, topic_configs
+from services.gateway.console import api, group_admin, pages, throughput, topic_configs
 
-ROUTERS: list[APIRouter] = [api.router, throughput.router, topic_configs.router]
+ROUTERS: list[APIRouter] = [
+    api.router,
+    throughput.router,
+    topic_configs.router,
+    group_admin.router,
+]
 
 
 def install(app: FastAPI) -> None:

@@ -1,7 +1,8 @@
 // One consumer group: state, protocol, members with host and assignment, and per partition
-// the committed offset, log end and lag. Redrawn every few seconds, so lag is seen moving.
-import { call, enc } from "./api.js";
-import { failure, h, table } from "./ui.js";
+// the committed offset, log end and lag, redrawn every few seconds so lag is seen moving;
+// resetting its offsets (previewed first by a dry run) and deleting it.
+import { call, cluster, enc } from "./api.js";
+import { confirmTyped, failure, field, h, notice, table } from "./ui.js";
 
 const REFRESH_MS = 3000;
 let timer = null;
@@ -15,7 +16,8 @@ export async function render(main, { arg, stillCurrent }) {
   const body = h("div", {});
   const stamp = h("p", { class: "muted", role: "status" });
   main.replaceChildren(h("h1", {}, "Group ", h("span", { id: "group-name" }, arg)),
-    h("p", {}, h("a", { href: "#/groups" }, "All groups")), stamp, body);
+    h("p", {}, h("a", { href: "#/groups" }, "All groups")), stamp, body,
+    administer(arg, `${await cluster()}/consumer-groups/${enc(arg)}`));
   const draw = async () => {
     try {
       const view = await call("GET", `/groups/${enc(arg)}`);
@@ -63,4 +65,45 @@ function content(view) {
         p.lag === null ? "–" : h("span", { class: p.lag > 0 ? "lagging" : null }, String(p.lag)),
       ]))),
   ];
+}
+
+// Outside the redrawn part, so what is typed survives the redraws.
+function administer(group, base) {
+  const topic = h("input", { name: "topic_name", required: true });
+  const to = h("select", { name: "to" },
+    [["earliest", "Earliest"], ["latest", "Latest"], ["offset", "An offset"]].map(([v, l]) => h("option", { value: v }, l)));
+  const offset = h("input", { name: "offset", type: "number", min: 0 });
+  const outcome = h("div", { "aria-live": "polite", id: "group-outcome" });
+  const reset = async (dryRun) => {
+    const body = { topic_name: topic.value.trim(), to: to.value, dry_run: dryRun };
+    if (to.value === "offset") body.offset = Number(offset.value);
+    try {
+      const answer = await call("POST", `${base}/offsets:reset`, { body });
+      outcome.replaceChildren(
+        notice(dryRun ? "Dry run: nothing was committed. These offsets would be:" : "Offsets reset:"),
+        table(dryRun ? "Planned offsets" : "Committed offsets", [
+          { title: "Partition", num: true }, { title: "Committed before", num: true }, { title: "New offset", num: true },
+        ], answer.data.map((p) => [String(p.partition_id), p.current_offset === null ? "none" : String(p.current_offset), String(p.new_offset)])));
+    } catch (error) {
+      outcome.replaceChildren(failure(error));
+    }
+  };
+  const remove = async () => {
+    if (!(await confirmTyped(`Delete group ${group} and its committed offsets?`, group))) return;
+    try {
+      await call("DELETE", base);
+      location.hash = `#/groups?deleted=${enc(group)}`;
+    } catch (error) {
+      outcome.replaceChildren(failure(error));
+    }
+  };
+  return h("section", { "aria-labelledby": "admin-title" },
+    h("h2", { id: "admin-title" }, "Reset offsets or delete"),
+    h("p", { class: "muted" }, "A reset commits only while the group has no members; a dry run shows what it would commit."),
+    h("form", { class: "inline", onsubmit: (e) => { e.preventDefault(); reset(true); } },
+      field("Topic to reset", topic), field("Reset to", to), field("Offset", offset),
+      h("button", { type: "submit" }, "Preview (dry run)"),
+      h("button", { type: "button", class: "danger", onclick: () => reset(false) }, "Reset offsets")),
+    h("button", { type: "button", class: "danger", onclick: remove }, "Delete group…"),
+    outcome);
 }

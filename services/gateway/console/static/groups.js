@@ -1,9 +1,10 @@
 // Consumer groups: every group the caller may describe, with its state and assignor.
 import { call, cluster, enc } from "./api.js";
-import { h, table } from "./ui.js";
+import { h, notice, table } from "./ui.js";
 
-export async function render(main, { stillCurrent }) {
-  main.replaceChildren(h("h1", {}, "Consumer groups"));
+export async function render(main, { params, stillCurrent }) {
+  const deleted = params.get("deleted");
+  main.replaceChildren(h("h1", {}, "Consumer groups"), deleted ? notice(`Group ${deleted} deleted.`) : null);
   const groups = await call("GET", `${await cluster()}/consumer-groups`);
   if (!stillCurrent()) return;
   main.append(table(`${groups.data.length} groups`, [
