@@ -1,36 +1,26 @@
 // One consumer group: state, protocol, members with host and assignment, and per partition
-// the committed offset, log end and lag, redrawn every few seconds so lag is seen moving;
+// the committed offset, log end and lag, redrawn every 3 s (``?refresh_ms=``) so lag is seen moving;
 // resetting its offsets (previewed first by a dry run) and deleting it.
 import { call, cluster, enc } from "./api.js";
-import { confirmTyped, failure, field, h, notice, table } from "./ui.js";
+import { confirmTyped, failure, field, h, notice, redrawn, table } from "./ui.js";
 
 const REFRESH_MS = 3000;
-let timer = null;
+const MIN_REFRESH_MS = 500;
+let stop = () => {};
 
 export function leave() {
-  clearTimeout(timer);
-  timer = null;
+  stop();
 }
 
-export async function render(main, { arg, stillCurrent }) {
+export async function render(main, { arg, params, stillCurrent }) {
+  const every = Math.max(MIN_REFRESH_MS, Number(params.get("refresh_ms")) || REFRESH_MS);
   const body = h("div", {});
   const stamp = h("p", { class: "muted", role: "status" });
   main.replaceChildren(h("h1", {}, "Group ", h("span", { id: "group-name" }, arg)),
     h("p", {}, h("a", { href: "#/groups" }, "All groups")), stamp, body,
     administer(arg, `${await cluster()}/consumer-groups/${enc(arg)}`));
-  const draw = async () => {
-    try {
-      const view = await call("GET", `/groups/${enc(arg)}`);
-      if (!stillCurrent()) return;
-      body.replaceChildren(...content(view));
-      stamp.textContent = `Updated ${new Date().toLocaleTimeString()}`;
-    } catch (error) {
-      if (!stillCurrent()) return;
-      body.replaceChildren(failure(error));
-    }
-    if (stillCurrent()) timer = setTimeout(draw, REFRESH_MS);
-  };
-  await draw();
+  const read = () => call("GET", `/groups/${enc(arg)}`);
+  stop = await redrawn(every, stillCurrent, body, stamp, read, content);
 }
 
 function content(view) {

@@ -1,39 +1,32 @@
 // Overview: brokers with rack, registration time and load; the active controller and its
 // epoch; partitions under-replicated or offline; traffic in and out from the brokers' own
-// counters, as rates between two readings. Redrawn every few seconds while shown.
+// counters, as rates between two readings. Redrawn every 3 s while shown (``?refresh_ms=``).
 import { call, cluster } from "./api.js";
-import { failure, h, table, when } from "./ui.js";
+import { h, redrawn, table, when } from "./ui.js";
 
 const REFRESH_MS = 3000;
-let timer = null;
-// The previous reading of each broker's counters, for rates.
-let previous = null;
+const MIN_REFRESH_MS = 500;
+let stop = () => {};
 
 export function leave() {
-  clearTimeout(timer);
-  timer = null;
-  previous = null;
+  stop();
 }
 
-export async function render(main, { stillCurrent }) {
+export async function render(main, { params, stillCurrent }) {
+  const every = Math.max(MIN_REFRESH_MS, Number(params.get("refresh_ms")) || REFRESH_MS);
   const body = h("div", { id: "overview-body" });
   const stamp = h("p", { class: "muted", role: "status" });
   main.replaceChildren(h("h1", {}, "Overview"), stamp, body);
-  const draw = async () => {
-    try {
-      const at = await cluster();
-      const [view, traffic] = await Promise.all([call("GET", `${at}/overview`), call("GET", `${at}/throughput`)]);
-      if (!stillCurrent()) return;
-      body.replaceChildren(...content(view), trafficSection(traffic, previous));
-      previous = traffic;
-      stamp.textContent = `Updated ${new Date().toLocaleTimeString()}`;
-    } catch (error) {
-      if (!stillCurrent()) return;
-      body.replaceChildren(failure(error));
-    }
-    if (stillCurrent()) timer = setTimeout(draw, REFRESH_MS);
+  const at = await cluster();
+  // The previous reading of the brokers' counters, for rates.
+  let previous = null;
+  const read = () => Promise.all([call("GET", `${at}/overview`), call("GET", `${at}/throughput`)]);
+  const paint = ([view, traffic]) => {
+    const nodes = [...content(view), trafficSection(traffic, previous, every)];
+    previous = traffic;
+    return nodes;
   };
-  await draw();
+  stop = await redrawn(every, stillCurrent, body, stamp, read, paint);
 }
 
 function content(view) {
@@ -80,7 +73,7 @@ function amount(value, unit) {
   return `${value.toFixed(i ? 1 : 0)} ${steps[i]}${unit === "B" ? "" : unit}`.trim();
 }
 
-function trafficSection(now, before) {
+function trafficSection(now, before, every) {
   const total = (field) => now.brokers.reduce((sum, b) => sum + (b[field] || 0), 0);
   const totalRate = (field) => {
     const rates = now.brokers.map((b) => rate(now, before, field, b.broker_id));
@@ -92,7 +85,7 @@ function trafficSection(now, before) {
       h("div", { class: "card" }, h("dl", {}, h("dt", {}, "In"), h("dd", { id: "rate-in" }, `${amount(totalRate("bytes_in_total"), "B")}/s`))),
       h("div", { class: "card" }, h("dl", {}, h("dt", {}, "Out"), h("dd", { id: "rate-out" }, `${amount(totalRate("bytes_out_total"), "B")}/s`))),
       h("div", { class: "card" }, h("dl", {}, h("dt", {}, "Messages in"), h("dd", {}, `${amount(totalRate("messages_in_total"), "/s")}`)))),
-    table(`Rates over the last ${REFRESH_MS / 1000} s; totals since each broker started (${amount(total("bytes_in_total"), "B")} in)`, [
+    table(`Rates over the last ${every / 1000} s; totals since each broker started (${amount(total("bytes_in_total"), "B")} in)`, [
       { title: "Broker", num: true }, { title: "In/s", num: true }, { title: "Out/s", num: true },
       { title: "Messages in/s", num: true }, { title: "Bytes in", num: true }, { title: "Bytes out", num: true },
       { title: "Messages in", num: true },

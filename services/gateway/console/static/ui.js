@@ -84,3 +84,23 @@ export function confirmTyped(text, expected) {
     input.focus();
   });
 }
+
+// Draw ``body`` from ``read()`` now, then every ``ms`` while the page is current (a failed
+// read shows its failure and is tried again). Resolves to a function that stops it.
+export async function redrawn(ms, stillCurrent, body, stamp, read, paint) {
+  let timer = null;
+  const draw = async () => {
+    try {
+      const data = await read();
+      if (!stillCurrent()) return;
+      body.replaceChildren(...paint(data));
+      stamp.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+    } catch (error) {
+      if (!stillCurrent()) return;
+      body.replaceChildren(failure(error));
+    }
+    if (stillCurrent()) timer = setTimeout(draw, ms);
+  };
+  await draw();
+  return () => clearTimeout(timer);
+}
