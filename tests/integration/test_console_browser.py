@@ -6,10 +6,12 @@ must succeed unless the test expects a refusal. One browser for the module, the 
 shared cluster: the module adds about 20 s to a run (13 s of tests, the guarded gateway and
 the browser started and stopped once).
 
-Each page renders the cluster's real data (three brokers, the controller, a topic's partitions
-and log offsets, a record's key, value and headers); a topic is created, a record produced,
-found in the message browser and the topic deleted, all by clicking and typing; with tokens on,
-the console asks for one, and a token without rights on a topic gets a clear refusal.
+Each page renders the cluster's real data (three brokers, the controller, traffic, a topic's
+partitions and log offsets, a record's key, value and headers, a group's members and lag); a
+topic is created, partitions added, a config set and reset, a record produced, found in the
+message browser and the topic deleted, all by clicking and typing; a group's lag is watched
+rising and falling, its offsets reset (dry run first) and the group deleted; with tokens on, the
+console asks for one, and a token without rights on a topic gets a clear refusal.
 Screenshots of each page go to the test run's temporary folder (their path is printed).
 """
 
