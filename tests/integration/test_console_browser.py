@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -30,6 +31,7 @@ import httpx
 import pytest
 
 from tests.integration.chromium import headless_chromium
+from tests.integration.conftest import TEST_BROKER_ENV, own_cluster
 from tests.integration.gateway_process import gateway_process
 
 WAIT_MS = 30_000
@@ -358,3 +360,67 @@ def test_a_groups_lag_rising_and_falling_its_offsets_reset_and_its_deletion(
                 assert page.get_by_role("link", name=group).count() == 0
         finally:
             http.delete(f"/groups/{group}/members/{joined['member_id']}")
+
+
+# Benchmark mode: PAFKA_CONSOLE_BENCH_PARTITIONS=10000 times the console on a cluster of its own
+# with that many partitions (printed with -s, never asserted).
+BENCH_PARTITIONS = int(os.environ.get("PAFKA_CONSOLE_BENCH_PARTITIONS", "0"))
+BENCH_TOPIC_PARTITIONS = 1000
+BENCH_LOADS = 3
+
+
+def timed_load(page: Any, url: str, ready: Any) -> float:
+    """Seconds from navigating to ``url`` (from a blank page) until ``ready`` is visible."""
+    page.goto("about:blank")
+    start = time.monotonic()
+    page.goto(url)
+    ready.wait_for(timeout=120_000)
+    return time.monotonic() - start
+
+
+@pytest.mark.skipif(
+    not BENCH_PARTITIONS, reason="benchmark mode: set PAFKA_CONSOLE_BENCH_PARTITIONS=10000"
+)
+def test_benchmark_the_console_on_many_partitions(
+    tmp_path_factory: pytest.TempPathFactory, chromium: Any, shots: Path
+) -> None:
+    with own_cluster(
+        tmp_path_factory,
+        "console-bench",
+        brokers=3,
+        controllers=1,
+        gateways=1,
+        broker_env=TEST_BROKER_ENV,
+    ) as big:
+        left = BENCH_PARTITIONS
+        while left > 0:
+            count = min(left, BENCH_TOPIC_PARTITIONS)
+            name = f"bench-{left:06d}"
+            big.create_topic(name, partitions=count, replication_factor=1, timeout_s=600)
+            left -= count
+        base_url = big.gateways[0]
+        with console(chromium, base_url) as browser:
+            page = browser.page
+            total = page.locator(".card", has_text="Partitions").locator(
+                "dd", has_text=str(BENCH_PARTITIONS)
+            )
+            overview = [
+                timed_load(page, f"{base_url}/ui#/overview", total) for _ in range(BENCH_LOADS)
+            ]
+            page.screenshot(path=shots / "overview-bench.png", full_page=True)
+            found = page.locator("tbody tr", has_text="bench-").first
+            topics = [
+                timed_load(page, f"{base_url}/ui#/topics?q=bench", found)
+                for _ in range(BENCH_LOADS)
+            ]
+            first = page.locator("tbody tr").nth(99)
+            partitions = [
+                timed_load(page, f"{base_url}/ui#/topic/bench-{BENCH_PARTITIONS:06d}", first)
+                for _ in range(BENCH_LOADS)
+            ]
+    print(
+        f"console benchmark, {BENCH_PARTITIONS} partitions, best of {BENCH_LOADS}: "
+        f"overview {min(overview):.3f} s, topic search {min(topics):.3f} s, "
+        f"a topic's first 100 partitions with offsets {min(partitions):.3f} s "
+        f"(all: {overview}, {topics}, {partitions})"
+    )
