@@ -67,6 +67,7 @@ def test_broker_traffic_sums_each_counter_over_topics() -> None:
             'kafka_server_brokertopicmetrics_bytesin_total{topic="a"} 100.0',
             'kafka_server_brokertopicmetrics_bytesin_total{topic="b"} 20.0',
             'kafka_server_brokertopicmetrics_bytesin_created{topic="a"} 1.7e9',
+            'kafka_server_brokertopicmetrics_bytesout_total{topic="odd} name"} 7.0',
             "# TYPE kafka_server_brokertopicmetrics_messagesin counter",
             'kafka_server_brokertopicmetrics_messagesin_total{topic="a"} 3.0',
             "# TYPE process_cpu_seconds_total counter",
@@ -74,7 +75,7 @@ def test_broker_traffic_sums_each_counter_over_topics() -> None:
             "",
         ]
     )
-    assert totals(exposition) == {"bytes_in": 120.0, "bytes_out": 0.0, "messages_in": 3.0}
+    assert totals(exposition) == {"bytes_in": 120.0, "bytes_out": 7.0, "messages_in": 3.0}
 
 
 @given(st.integers(0, 100), st.integers(0, 100), st.integers(0, 300))

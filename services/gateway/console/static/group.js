@@ -6,7 +6,7 @@ import { confirmTyped, failure, field, h, notice, redrawn, table } from "./ui.js
 
 const REFRESH_MS = 3000;
 const MIN_REFRESH_MS = 500;
-let stop = () => {};
+let stop = async () => {};
 
 export function leave() {
   stop();
@@ -80,6 +80,8 @@ function administer(group, base) {
   };
   const remove = async () => {
     if (!(await confirmTyped(`Delete group ${group} and its committed offsets?`, group))) return;
+    // No redraw may ask for the group once it is gone.
+    await stop();
     try {
       await call("DELETE", base);
       location.hash = `#/groups?deleted=${enc(group)}`;

@@ -16,17 +16,22 @@ export async function render(main, { params, stillCurrent }) {
   const every = Math.max(MIN_REFRESH_MS, Number(params.get("refresh_ms")) || REFRESH_MS);
   const body = h("div", { id: "overview-body" });
   const stamp = h("p", { class: "muted", role: "status" });
-  main.replaceChildren(h("h1", {}, "Overview"), stamp, body);
+  // Drawn on its own: the brokers' counters can take longer to read than the overview.
+  const traffic = h("div", {}, h("p", { class: "muted" }, "Reading the brokers' traffic counters…"));
+  main.replaceChildren(h("h1", {}, "Overview"), stamp, body, traffic);
   const at = await cluster();
   // The previous reading of the brokers' counters, for rates.
   let previous = null;
-  const read = () => Promise.all([call("GET", `${at}/overview`), call("GET", `${at}/throughput`)]);
-  const paint = ([view, traffic]) => {
-    const nodes = [...content(view), trafficSection(traffic, previous, every)];
-    previous = traffic;
+  const paintTraffic = (now) => {
+    const nodes = [trafficSection(now, previous, every)];
+    previous = now;
     return nodes;
   };
-  stop = await redrawn(every, stillCurrent, body, stamp, read, paint);
+  const stops = await Promise.all([
+    redrawn(every, stillCurrent, body, stamp, () => call("GET", `${at}/overview`), content),
+    redrawn(every, stillCurrent, traffic, h("span"), () => call("GET", `${at}/throughput`), paintTraffic),
+  ]);
+  stop = () => Promise.all(stops.map((s) => s()));
 }
 
 function content(view) {

@@ -86,21 +86,29 @@ export function confirmTyped(text, expected) {
 }
 
 // Draw ``body`` from ``read()`` now, then every ``ms`` while the page is current (a failed
-// read shows its failure and is tried again). Resolves to a function that stops it.
+// read shows its failure and is tried again). Resolves to a function that stops it and
+// resolves once a draw under way has ended (so nothing reads after, say, a deletion).
 export async function redrawn(ms, stillCurrent, body, stamp, read, paint) {
   let timer = null;
+  let stopped = false;
+  let drawing = Promise.resolve();
   const draw = async () => {
     try {
       const data = await read();
-      if (!stillCurrent()) return;
+      if (stopped || !stillCurrent()) return;
       body.replaceChildren(...paint(data));
       stamp.textContent = `Updated ${new Date().toLocaleTimeString()}`;
     } catch (error) {
-      if (!stillCurrent()) return;
+      if (stopped || !stillCurrent()) return;
       body.replaceChildren(failure(error));
     }
-    if (stillCurrent()) timer = setTimeout(draw, ms);
+    if (!stopped && stillCurrent()) timer = setTimeout(() => { drawing = draw(); }, ms);
   };
-  await draw();
-  return () => clearTimeout(timer);
+  drawing = draw();
+  await drawing;
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    return drawing;
+  };
 }
