@@ -27,11 +27,12 @@ export async function render(main, { params, stillCurrent }) {
     previous = now;
     return nodes;
   };
-  const stops = await Promise.all([
-    redrawn(every, stillCurrent, body, stamp, () => call("GET", `${at}/overview`), content),
-    redrawn(every, stillCurrent, traffic, h("span"), () => call("GET", `${at}/throughput`), paintTraffic),
-  ]);
-  stop = () => Promise.all(stops.map((s) => s()));
+  // The counters only once the overview is drawn: a broker busy writing out its metrics
+  // answers the overview's Metadata later.
+  const stopOverview = await redrawn(every, stillCurrent, body, stamp, () => call("GET", `${at}/overview`), content);
+  stop = stopOverview;
+  const stopTraffic = await redrawn(every, stillCurrent, traffic, h("span"), () => call("GET", `${at}/throughput`), paintTraffic);
+  stop = () => Promise.all([stopOverview(), stopTraffic()]);
 }
 
 function content(view) {
