@@ -330,6 +330,9 @@ def test_a_groups_lag_rising_and_falling_its_offsets_reset_and_its_deletion(
                 page.locator("#group-lag", has_text="4").wait_for(timeout=WAIT_MS)
                 commit(5)
                 page.locator("#group-lag", has_text="0").wait_for(timeout=WAIT_MS)
+                # The line of total lag went through 2, 4 and 0.
+                chart = page.get_by_role("img", name="Total lag over the last")
+                assert "from 0 to 4, now 0" in (chart.get_attribute("aria-label") or "")
 
                 # A reset is refused while the member is there; previewed, then done once
                 # it left; then the group is deleted.

@@ -20,7 +20,38 @@ export async function render(main, { arg, params, stillCurrent }) {
     h("p", {}, h("a", { href: "#/groups" }, "All groups")), stamp, body,
     administer(arg, `${await cluster()}/consumer-groups/${enc(arg)}`));
   const read = () => call("GET", `/groups/${enc(arg)}`);
-  stop = await redrawn(every, stillCurrent, body, stamp, read, content);
+  // The total lag of each reading since the page opened, drawn as a line.
+  const history = [];
+  const paint = (view) => {
+    history.push(view.partitions.reduce((sum, p) => sum + (p.lag || 0), 0));
+    if (history.length > HISTORY) history.shift();
+    return [...content(view), lagChart(history, every)];
+  };
+  stop = await redrawn(every, stillCurrent, body, stamp, read, paint);
+}
+
+const HISTORY = 60;
+const SVG = "http://www.w3.org/2000/svg";
+
+function lagChart(history, every) {
+  const width = 300;
+  const height = 60;
+  const top = Math.max(1, ...history);
+  const step = width / (HISTORY - 1);
+  const points = history.map((lag, i) => `${(i * step).toFixed(1)},${(height - (lag / top) * (height - 4) - 2).toFixed(1)}`);
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("class", "spark");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", `Total lag over the last ${history.length} readings: from ${Math.min(...history)} to ${top}, now ${history[history.length - 1]}`);
+  const line = document.createElementNS(SVG, "polyline");
+  line.setAttribute("points", points.join(" "));
+  line.setAttribute("id", "lag-line");
+  svg.append(line);
+  return h("section", { "aria-labelledby": "lag-history-title" },
+    h("h2", { id: "lag-history-title" }, "Lag over time"),
+    h("p", { class: "muted" }, `Total lag at each reading, every ${every / 1000} s since this page opened (highest ${top}).`),
+    svg);
 }
 
 function content(view) {
