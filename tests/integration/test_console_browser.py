@@ -17,7 +17,6 @@ Screenshots of each page go to the test run's temporary folder (their path is pr
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import time
@@ -25,53 +24,16 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from tests.integration.chromium import headless_chromium
 from tests.integration.conftest import TEST_BROKER_ENV, own_cluster
+from tests.integration.console_page import NOT_YET, WAIT_MS, config_row, console, row, sign_in
 from tests.integration.gateway_process import gateway_process
 
-WAIT_MS = 30_000
-# What the console shows for a figure it cannot compute yet (an en dash).
-NOT_YET = "\u2013"
 ADMIN_TOKEN, NARROW_TOKEN = "console-admin-token", "console-narrow-token"
-
-
-class ConsolePage:
-    """A Chromium page that may reach only the gateway: other hosts are aborted and kept, as
-    are the gateway's answers of 400 and more and the page's console errors."""
-
-    def __init__(self, browser: Any, base_url: str) -> None:
-        parts = urlsplit(base_url)
-        self.origin = f"{parts.scheme}://{parts.netloc}"
-        self.elsewhere: list[str] = []
-        self.failed: list[str] = []
-        self.errors: list[str] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        self.context.route("**/*", self._route)
-        self.page = self.context.new_page()
-        self.page.on("response", self._answered)
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
-
-    def _route(self, route: Any) -> None:
-        parts = urlsplit(route.request.url)
-        if parts.scheme in ("data", "blob") or f"{parts.scheme}://{parts.netloc}" == self.origin:
-            route.continue_()
-        else:
-            self.elsewhere.append(route.request.url)
-            route.abort("internetdisconnected")
-
-    def _answered(self, response: Any) -> None:
-        if response.status >= 400:
-            self.failed.append(f"{response.status} {response.request.method} {response.url}")
-
-    def open(self, hash_route: str) -> Any:
-        self.page.goto(f"{self.origin}/ui#{hash_route}")
-        return self.page
 
 
 @pytest.fixture(scope="module")
@@ -85,33 +47,6 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("console-screenshots")
     print(f"console screenshots: {folder}")
     return folder
-
-
-@contextlib.contextmanager
-def console(chromium: Any, base_url: str, failing: tuple[int, ...] = ()) -> Iterator[ConsolePage]:
-    """The page; on leaving, no other host was asked, the gateway answered no call with an
-    error but the ``failing`` statuses expected, and the page logged no error but those
-    calls' (the browser logs one per failed call)."""
-    page = ConsolePage(chromium, base_url)
-    try:
-        yield page
-    except Exception:
-        # What the page showed, and what it logged, beside the failure.
-        print(page.page.locator("body").inner_html(), page.errors, page.failed, sep="\n")
-        raise
-    finally:
-        page.context.close()
-    assert page.elsewhere == [], page.elsewhere
-    assert sorted(int(f.split()[0]) for f in page.failed) == sorted(failing), page.failed
-    assert [e for e in page.errors if "status of 40" not in e] == [], page.errors
-
-
-def row(page: Any, text: str) -> Any:
-    return page.locator("tbody tr", has_text=text)
-
-
-def config_row(page: Any, name: str) -> Any:
-    return page.locator("tbody tr").filter(has=page.get_by_role("cell", name=name, exact=True))
 
 
 def test_pages_render_the_clusters_real_data(cluster: Any, chromium: Any, shots: Path) -> None:
@@ -248,14 +183,6 @@ def guarded_gateway(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> I
     env = {"PAFKA_GATEWAY_TOKENS": f"{ADMIN_TOKEN} *; {NARROW_TOKEN} open-*"}
     with gateway_process(cluster.zk_connect, tmp_path_factory.mktemp("console-gw"), env) as url:
         yield url
-
-
-def sign_in(page: Any, token: str) -> None:
-    dialog = page.get_by_role("dialog", name="Credentials needed")
-    dialog.wait_for(timeout=WAIT_MS)
-    dialog.get_by_label("Bearer token").check()
-    dialog.get_by_label("Token", exact=True).fill(token)
-    dialog.get_by_role("button", name="Sign in").click()
 
 
 def test_a_token_without_rights_sees_a_clear_refusal(
