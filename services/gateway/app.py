@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.types import Receive, Scope, Send
 
-from services.gateway import access, auth, docs, errors
+from services.gateway import access, auth, console, docs, errors
 from services.gateway.context import GatewayContext, open_context
 from services.gateway.formats import ErrorBody
 from services.gateway.hotpath import HotPath
@@ -90,6 +90,7 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
     errors.install(app)
     metrics.install(app)
     docs.install(app)
+    console.install(app)
     for router in ROUTERS:
         app.include_router(router)
 

@@ -108,12 +108,22 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
         Need(D, TOPIC, S.TOPIC_PATH),
     ),
     ("GET", f"{V3_GROUP}/lag-summary"): _DESCRIBE_GROUP,
+    ("DELETE", V3_GROUP): (Need(Operation.DELETE, GROUP, S.GROUP_PATH),),  # DeleteGroups
+    ("POST", f"{V3_GROUP}/offsets:reset"): _MEMBER_ON_TOPICS,  # OffsetCommit's rights
+    # The console's views (services/gateway/console/api.py); the overview describes the cluster.
+    ("GET", "/v3/clusters/{cluster_id}/overview"): (),
+    ("GET", "/v3/clusters/{cluster_id}/throughput"): (),
+    ("GET", f"{V3_TOPIC}/partition-summaries"): _DESCRIBE_TOPIC,
+    ("POST", f"{V3_TOPIC}/configs:alter"): (
+        Need(Operation.ALTER_CONFIGS, TOPIC, S.TOPIC_PATH),  # IncrementalAlterConfigs
+    ),
 }
 # Lists answer only what the principal may DESCRIBE (filtered by the routes themselves).
 FILTERED: dict[tuple[str, str], ResourceType] = {
     ("GET", "/topics"): TOPIC,
     ("GET", "/v3/clusters/{cluster_id}/topics"): TOPIC,
     ("GET", "/v3/clusters/{cluster_id}/consumer-groups"): GROUP,
+    ("GET", "/v3/clusters/{cluster_id}/topic-search"): TOPIC,
 }
 # A group's offsets and lags keep only the topics the principal may DESCRIBE, as OffsetFetch
 # answers for all of a group's topics (the gateway itself reads them as a super user).

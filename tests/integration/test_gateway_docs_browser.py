@@ -16,7 +16,6 @@ install both).
 from __future__ import annotations
 
 import contextlib
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,14 +27,8 @@ import pytest
 
 from pafka.admin.scram_users import alter_user, upsert
 from pafka.security.scram_credentials import ScramCredential
+from tests.integration.chromium import headless_chromium
 from tests.integration.gateway_process import gateway_process
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-if CHROMIUM is None:
-    pytest.skip(
-        "Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True
-    )
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
 TOKEN = "docs-browser-token"
 USER, PASSWORD, MECHANISM = f"docs-{uuid.uuid4().hex[:8]}", "docs-password", "SCRAM-SHA-256"
@@ -43,17 +36,6 @@ USER, PASSWORD, MECHANISM = f"docs-{uuid.uuid4().hex[:8]}", "docs-password", "SC
 # shows Redocly's logo from their CDN whatever its options (and hides it when it fails to load).
 REFUSED_BY_POLICY = {"https://cdn.redoc.ly/redoc/logo-mini.svg"}
 RENDER_TIMEOUT_MS = 30_000
-# As root Chromium needs --no-sandbox; the rest keep it from calling Google's services on its own
-# (refused by a closed network, and not the pages' doing).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 class OfflineBrowser:
@@ -97,14 +79,8 @@ class OfflineBrowser:
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with headless_chromium() as browser:
+        yield browser
 
 
 @contextlib.contextmanager

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pafka.security.acls import Operation, ResourceType
+from services.gateway.console import ROUTERS as CONSOLE_ROUTERS
 from services.gateway.rest_acls import FILTERED, RULES, Need, Source
 from services.gateway.routers import ROUTERS
 
 
 def _routes() -> set[tuple[str, str]]:
-    return {(m, r.path) for router in ROUTERS for r in router.routes for m in r.methods}
+    routers = [*ROUTERS, *CONSOLE_ROUTERS]
+    return {(m, r.path) for router in routers for r in router.routes for m in r.methods}
 
 
 def test_every_route_has_a_rule_or_a_filter_and_nothing_else_is_listed() -> None:

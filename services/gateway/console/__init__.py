@@ -1,0 +1,29 @@
+"""The web console at ``/ui``: pages drawn in the browser from the gateway's REST API.
+
+``pages.py`` serves the page and its files from ``static/`` (vanilla ES modules, no build
+step), ``api.py`` the few read-only REST views the pages need that the v3 API lacks,
+``group_admin.py`` deleting a group and resetting its offsets (with a dry run),
+``topic_configs.py`` v3's configs:alter (the v3 API had no config write),
+``throughput.py`` the brokers' traffic counters from their own metrics, ``summaries.py`` the
+views' pure arithmetic.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+
+from services.gateway.console import api, group_admin, pages, throughput, topic_configs
+
+ROUTERS: list[APIRouter] = [
+    api.router,
+    throughput.router,
+    topic_configs.router,
+    group_admin.router,
+]
+
+
+def install(app: FastAPI) -> None:
+    """Mount the console's page, files and REST views on ``app``."""
+    pages.install(app)
+    for router in ROUTERS:
+        app.include_router(router)
