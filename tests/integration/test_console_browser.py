@@ -65,7 +65,7 @@ def test_pages_render_the_clusters_real_data(cluster: Any, chromium: Any, shots:
         assert brokers.count() == 3
         assert page.locator("#cluster-title").inner_text() == f"Cluster {overview['cluster_id']}"
         controller = page.locator(".card", has_text="Active controller").locator("dd")
-        assert controller.inner_text().startswith("broker ")
+        assert controller.inner_text().startswith("controller ")
         traffic = page.locator("#traffic-title ~ .scroll tbody tr")
         traffic.nth(2).wait_for(timeout=WAIT_MS)
         assert traffic.count() == 3

@@ -38,7 +38,7 @@ export async function render(main, { params, stillCurrent }) {
 function content(view) {
   const card = (label, value, cls) =>
     h("div", { class: "card" }, h("dl", {}, h("dt", {}, label), h("dd", { class: cls }, value)));
-  const controller = view.controller_id === null ? "none" : `broker ${view.controller_id}`;
+  const controller = view.controller_id === null ? "none" : `controller ${view.controller_id}`;
   return [
     h("section", { "aria-labelledby": "cluster-title" },
       h("h2", { id: "cluster-title" }, `Cluster ${view.cluster_id}`),
