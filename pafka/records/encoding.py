@@ -243,25 +243,59 @@ def decode_records(batch: Buffer) -> Iterator[Record]:
 
 
 def _records(header: BatchHeader, body: Buffer) -> Iterator[Record]:
+    # The hot loop of every JSON and binary read: one- and two-byte varints (lengths, deltas
+    # and counts of records under 8 KiB) are decoded inline, and fields are sliced from one
+    # bytes copy of the batch (a slice of bytes is bytes; of a memoryview, a view to copy).
+    body = bytes(body)
+    size = len(body)
     pos = 0
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     append_time = header.max_timestamp if header.log_append_time else None
+    one_byte = _ONE_BYTE
+    new_record = tuple.__new__  # Record(...) without its Python-level __new__
     for _ in range(header.records_count):
-        length, pos = read_varint(body, pos)
+        if (byte := body[pos]) < 0x80:
+            length, pos = one_byte[byte], pos + 1
+        elif pos + 1 < size and (next_byte := body[pos + 1]) < 0x80:
+            raw = (byte & 0x7F) | (next_byte << 7)
+            length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+        else:
+            length, pos = read_varint(body, pos)
         end = pos + length
-        if length < 0 or end > len(body):
+        if length < 0 or end > size:
             raise CorruptMessageError("record runs past the end of the batch")
         pos += 1  # attributes
         if (byte := body[pos]) < 0x80:
-            timestamp_delta, pos = _ONE_BYTE[byte], pos + 1
+            timestamp_delta, pos = one_byte[byte], pos + 1
         else:
             timestamp_delta, pos = read_varint(body, pos)
         if (byte := body[pos]) < 0x80:
-            offset_delta, pos = _ONE_BYTE[byte], pos + 1
+            offset_delta, pos = one_byte[byte], pos + 1
+        elif pos + 1 < size and (next_byte := body[pos + 1]) < 0x80:
+            raw = (byte & 0x7F) | (next_byte << 7)
+            offset_delta, pos = (raw >> 1) ^ -(raw & 1), pos + 2
         else:
             offset_delta, pos = read_varint(body, pos)
-        key, pos = _read_bytes(body, pos)
-        value, pos = _read_bytes(body, pos)
+        key: bytes | None
+        value: bytes | None
+        if (byte := body[pos] if pos < size else 0x80) == 1:  # -1: a null key, the usual case
+            key, pos = None, pos + 1
+        else:
+            key, pos = _read_bytes(body, pos)
+        if (byte := body[pos] if pos < size else 0x80) < 0x80:
+            length = one_byte[byte]
+            pos += 1
+        elif pos + 1 < size and (next_byte := body[pos + 1]) < 0x80:
+            raw = (byte & 0x7F) | (next_byte << 7)
+            length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+        else:
+            length, pos = read_varint(body, pos)
+        if length < 0:
+            value = None
+        elif pos + length > size:
+            raise CorruptMessageError("record field runs past the end of the batch")
+        else:
+            value, pos = body[pos : pos + length], pos + length
         headers: list[Header] = []
         if body[pos] == 0:  # no headers, the usual case
             pos += 1
@@ -274,4 +308,4 @@ def _records(header: BatchHeader, body: Buffer) -> Iterator[Record]:
         if pos != end:
             raise CorruptMessageError("record length disagrees with its fields")
         timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
-        yield Record(base_offset + offset_delta, timestamp, key, value, headers)
+        yield new_record(Record, (base_offset + offset_delta, timestamp, key, value, headers))
