@@ -90,18 +90,31 @@ class HttpClient:
         return cls(*await asyncio.open_connection(host, port))
 
     async def request(self, head: bytes, body: bytes = b"") -> tuple[int, bytes]:
+        status, _, answer = await self.exchange(head, body)
+        return status, answer
+
+    async def exchange(self, head: bytes, body: bytes = b"") -> tuple[int, bytes, bytes]:
+        """The status, the response head (lower-cased) and the body of one request."""
         self.writer.write(head + body)
         header = await self.reader.readuntil(b"\r\n\r\n")
         status = int(header[9:12])
         lower = header.lower()
-        at = lower.find(b"\r\ncontent-length:")
-        if at < 0:
+        length = header_value(lower, b"content-length")
+        if length is None:
             raise RuntimeError(f"no content-length in {header[:200]!r}")
-        length = int(lower[at + 17 : lower.index(b"\r\n", at + 2)])
-        return status, await self.reader.readexactly(length)
+        return status, lower, await self.reader.readexactly(int(length))
 
     def close(self) -> None:
         self.writer.close()
+
+
+def header_value(head: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` (lower case) in a lower-cased response head, or None."""
+    at = head.find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    start = at + len(name) + 3
+    return head[start : head.index(b"\r\n", start)].strip()
 
 
 def _post_head(job: Job) -> bytes:

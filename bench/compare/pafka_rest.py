@@ -12,7 +12,11 @@ number of records.
 Consumers use the stateless range reads (``GET /topics/{t}/partitions/{p}/records``, long-polled
 with ``timeout_ms``), not group membership: consumer ``w`` of ``C`` reads partitions ``p`` with
 ``p % C == w`` (whole partitions, as a group would give them) from offset 0, one connection
-per partition. So no join, heartbeat or commit is measured.
+per partition. So no join, heartbeat or commit is measured. They ask for the batch format
+(``application/vnd.pafka.batches``), what a program reading REST in bulk uses (the JSON
+formats are for people and scripts), and decode every record of it with the Spark source's
+decoder (:mod:`pafka.spark.batch_decode`: CRC checked, offsets, keys, values), so each record
+is checked as the other systems' are, from a decoded value.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from bench.compare.client_loop import (
     send_deadline,
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
-from bench.gateway import HttpClient
+from bench.gateway import HttpClient, header_value
+from pafka.spark.batch_decode import decode_batches
 
 NAME = "pafka-rest"
 DURABILITY = (
@@ -43,6 +48,7 @@ DURABILITY = (
     "of the request was acknowledged by the leader at the acks asked"
 )
 BINARY = "application/vnd.kafka.binary.v2+json"
+BATCHES = "application/vnd.pafka.batches"
 IN_FLIGHT = 8
 BATCH_RECORDS = 500
 READ_RECORDS = 5000
@@ -185,14 +191,24 @@ async def _consume(
                     f"GET /topics/{topic}/partitions/{partition}/records?offset={offset}"
                     f"&max_records={min(READ_RECORDS, per_partition - offset)}"
                     f"&timeout_ms={READ_WAIT_MS} HTTP/1.1\r\n"
-                    f"Host: {host}\r\nAccept: {BINARY}\r\n\r\n"
+                    f"Host: {host}\r\nAccept: {BATCHES}\r\n\r\n"
                 ).encode()
-                status, body = await client.request(head)
+                status, response_head, body = await client.exchange(head)
                 if status != 200:
                     raise RuntimeError(f"{NAME} consumer {worker}: {status} {body[:300]!r}")
-                answer = orjson.loads(body)
-                tally.add(base64.b64decode(r["value"]) for r in answer["records"])
-                offset = answer["next_offset"]
+                next_offset = header_value(response_head, b"pafka-next-offset")
+                if next_offset is None:
+                    raise RuntimeError(f"{NAME} consumer {worker}: no Pafka-Next-Offset")
+                decoded = decode_batches(
+                    body,
+                    topic=topic,
+                    partition=partition,
+                    start=offset,
+                    until=per_partition,
+                    include_headers=False,
+                )
+                tally.add(decoded.column("value").to_pylist())
+                offset = min(int(next_offset), per_partition)
                 tally.raise_if_idle(f"{NAME} consumer {worker}, partition {partition}", count)
         finally:
             client.close()

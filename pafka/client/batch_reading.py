@@ -15,6 +15,8 @@ from pafka.client.isolation import CommittedFilter, UncommittedFilter
 from pafka.records.batch import HEADER_SIZE, Buffer, check_batch, read_header
 from pafka.records.encoding import Header, decode_records
 
+_new_tuple = tuple.__new__
+
 
 class TimestampType(enum.StrEnum):
     CREATE_TIME = "CREATE_TIME"
@@ -71,14 +73,18 @@ def select_records(
                     continue
                 if record.offset >= high_watermark:
                     return records, high_watermark
+                # FetchedRecord(...) without its Python-level __new__: one per record read.
                 records.append(
-                    FetchedRecord(
-                        record.offset,
-                        record.timestamp,
-                        kind,
-                        record.key,
-                        record.value,
-                        tuple(record.headers) if record.headers else (),
+                    _new_tuple(
+                        FetchedRecord,
+                        (
+                            record.offset,
+                            record.timestamp,
+                            kind,
+                            record.key,
+                            record.value,
+                            tuple(record.headers) if record.headers else (),
+                        ),
                     )
                 )
                 position = record.offset + 1

@@ -108,6 +108,14 @@ def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
 _ONE_BYTE = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
 
 
+def _varint_at(buf: bytes, pos: int) -> tuple[int, int]:
+    """:func:`read_varint` of a varint longer than a byte; two bytes (the usual case) directly."""
+    if pos + 1 < len(buf) and (second := buf[pos + 1]) < 0x80:
+        raw = (buf[pos] & 0x7F) | (second << 7)
+        return (raw >> 1) ^ -(raw & 1), pos + 2
+    return read_varint(buf, pos)
+
+
 def _read_bytes(buf: Buffer, pos: int) -> tuple[bytes | None, int]:
     if (byte := buf[pos] if pos < len(buf) else 0x80) < 0x80:
         length, pos = _ONE_BYTE[byte], pos + 1
@@ -242,36 +250,68 @@ def decode_records(batch: Buffer) -> Iterator[Record]:
         raise CorruptMessageError("truncated or overlong varint in a record") from None
 
 
+def read_headers(body: Buffer, pos: int) -> tuple[list[Header], int]:
+    """The headers of a record from its header count at ``pos``, and the position after them."""
+    headers: list[Header] = []
+    count, pos = read_varint(body, pos)
+    for _ in range(count):
+        name, pos = _read_bytes(body, pos)
+        header_value, pos = _read_bytes(body, pos)
+        headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+    return headers, pos
+
+
 def _records(header: BatchHeader, body: Buffer) -> Iterator[Record]:
+    # The hot loop of every JSON and binary read: one-byte varints are decoded inline, two-byte
+    # ones (lengths of records under 8 KiB, offset deltas past 63) without read_varint's loop,
+    # and fields are sliced from one bytes copy of the batch (a slice of bytes is bytes; of a
+    # memoryview, a view to copy).
+    body = bytes(body)
+    size = len(body)
     pos = 0
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     append_time = header.max_timestamp if header.log_append_time else None
+    one_byte = _ONE_BYTE
+    new_record = tuple.__new__  # Record(...) without its Python-level __new__
     for _ in range(header.records_count):
-        length, pos = read_varint(body, pos)
+        if (byte := body[pos]) < 0x80:
+            length, pos = one_byte[byte], pos + 1
+        else:
+            length, pos = _varint_at(body, pos)
         end = pos + length
-        if length < 0 or end > len(body):
+        if length < 0 or end > size:
             raise CorruptMessageError("record runs past the end of the batch")
         pos += 1  # attributes
         if (byte := body[pos]) < 0x80:
-            timestamp_delta, pos = _ONE_BYTE[byte], pos + 1
+            timestamp_delta, pos = one_byte[byte], pos + 1
         else:
-            timestamp_delta, pos = read_varint(body, pos)
+            timestamp_delta, pos = _varint_at(body, pos)
         if (byte := body[pos]) < 0x80:
-            offset_delta, pos = _ONE_BYTE[byte], pos + 1
+            offset_delta, pos = one_byte[byte], pos + 1
         else:
-            offset_delta, pos = read_varint(body, pos)
-        key, pos = _read_bytes(body, pos)
-        value, pos = _read_bytes(body, pos)
-        headers: list[Header] = []
+            offset_delta, pos = _varint_at(body, pos)
+        key: bytes | None
+        value: bytes | None
+        if (byte := body[pos] if pos < size else 0x80) == 1:  # -1: a null key, the usual case
+            key, pos = None, pos + 1
+        else:
+            key, pos = _read_bytes(body, pos)
+        if (byte := body[pos] if pos < size else 0x80) < 0x80:
+            length, pos = one_byte[byte], pos + 1
+        else:
+            length, pos = _varint_at(body, pos)
+        if length < 0:
+            value = None
+        elif pos + length > size:
+            raise CorruptMessageError("record field runs past the end of the batch")
+        else:
+            value, pos = body[pos : pos + length], pos + length
         if body[pos] == 0:  # no headers, the usual case
+            headers: list[Header] = []
             pos += 1
         else:
-            count, pos = read_varint(body, pos)
-            for _ in range(count):
-                name, pos = _read_bytes(body, pos)
-                header_value, pos = _read_bytes(body, pos)
-                headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+            headers, pos = read_headers(body, pos)
         if pos != end:
             raise CorruptMessageError("record length disagrees with its fields")
         timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
-        yield Record(base_offset + offset_delta, timestamp, key, value, headers)
+        yield new_record(Record, (base_offset + offset_delta, timestamp, key, value, headers))
