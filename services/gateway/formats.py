@@ -18,6 +18,7 @@ import base64
 import binascii
 import enum
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -365,8 +366,28 @@ class _StoredJson:
     def loads(self, data: bytes) -> Any:
         found = exact_json.load(data, floats=False)  # a float read must set inexact
         if found is not exact_json.NOT_EXACT:
-            return found
-        return self._decoder.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
+            return found  # orjson refuses lone surrogates: none is in what it read
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
+        found = self._decoder.decode(text)
+        if _lone_surrogate(text, found):
+            # No UTF-8 answer can carry it (a Kafka client may write any bytes).
+            raise ValueError("a lone surrogate")
+        return found
+
+
+# An escaped surrogate (of a pair, or alone); only then can a value read from ASCII hold one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(text: str, found: Any) -> bool:
+    """Whether ``found`` (read from ``text``) holds a surrogate that is not half of a pair."""
+    try:
+        text.encode()  # a raw one, as "surrogatepass" lets UTF-8 bytes through
+        if _SURROGATE_ESCAPE.search(text) is not None:
+            _COMPACT.encode(found).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _render(data: bytes, fmt: EmbeddedFormat, stored: _StoredJson, offset: int, what: str) -> Any:

@@ -267,6 +267,28 @@ def test_rendering_non_json_as_json_is_406() -> None:
     assert "offset 9" in excinfo.value.message
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'"\\ud800"',  # escaped, as a JSON produce stores one
+        b'{"k":["\\uDC00",1.5]}',  # inside a structure that json (not orjson) reads
+        b'"\xed\xa0\x80"',  # raw surrogate bytes a Kafka client may write
+    ],
+)
+def test_lone_surrogate_read_as_json_is_406(value: bytes) -> None:
+    fetched = FetchedRecord(5, 1, TimestampType.CREATE_TIME, None, value, ())
+    with pytest.raises(RestError) as excinfo:
+        render_records("t", 0, [fetched], JSON)
+    assert code_of(excinfo) == 40601
+    assert "value of the record at offset 5" in excinfo.value.message
+
+
+def test_surrogate_pairs_read_as_json() -> None:
+    fetched = FetchedRecord(5, 1, TimestampType.CREATE_TIME, b'"\\ud83d\\ude00"', b"1.5", ())
+    (rendered,) = render_records("t", 0, [fetched], JSON)
+    assert (rendered["key"], rendered["value"]) == ("\U0001f600", 1.5)
+
+
 # -- partition choice and batches --------------------------------------------------------------
 
 
