@@ -50,6 +50,9 @@ RETRIABLE_UNAPPENDED = (
     BrokerUnreachableError,
 )
 MAX_BACKOFF_S = 1.0
+# A send unanswered this long past its request timeout fails: the broker calls have deadlines
+# of their own, this bounds anything else (a leader lookup, a stuck connection slot).
+SETTLE_GRACE_S = 5.0
 
 
 class OutgoingRecord(NamedTuple):
@@ -133,6 +136,20 @@ class Producer:
         task.add_done_callback(self._inflight.discard)
 
     async def _send_all(self, parked: list[_Parked]) -> None:
+        """Send a flush's batches; whatever is still unanswered a grace period past the latest
+        deadline among them fails (one timer per flush, not one per send)."""
+        settle_by = max(item.deadline for item in parked) + SETTLE_GRACE_S
+        try:
+            async with asyncio.timeout_at(settle_by):
+                await self._send_parked(parked)
+        except TimeoutError:
+            waited_s = self.request_timeout_ms / 1000 + SETTLE_GRACE_S
+            error = RequestTimedOutError(f"no acknowledgement within {waited_s:.0f}s")
+            for item in parked:
+                if not item.future.done():
+                    item.future.set_exception(error)
+
+    async def _send_parked(self, parked: list[_Parked]) -> None:
         by_broker: dict[tuple[int, int], list[_Parked]] = {}
         leaders: dict[tuple[str, int], int | PafkaError] = {}  # looked up once per flush
         for item in parked:
