@@ -326,6 +326,25 @@ def test_batches_stay_near_the_target_size() -> None:
     assert batches([0], big) == [[0]]
 
 
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.none() | st.integers(0, 2**63 - 1)), min_size=1)
+    | st.builds(
+        lambda p, base, n: [(p, base + i) for i in range(n)],
+        st.integers(0, 2**31 - 1),
+        st.integers(0, 2**40),
+        st.integers(1, 300),
+    )
+)
+def test_a_200_answer_is_what_json_response_writes(outcomes: list[tuple[int, int | None]]) -> None:
+    results = [Result(p, offset) for p, offset in outcomes]
+    expected = {
+        "key_schema_id": None,
+        "value_schema_id": None,
+        "offsets": [r.render() for r in results],
+    }
+    assert answer(results).body == json.dumps(expected, separators=(",", ":")).encode()
+
+
 def test_answer_is_200_only_when_everything_was_written() -> None:
     from pafka.errors import MessageTooLargeError, NotEnoughReplicasError
 
