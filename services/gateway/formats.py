@@ -19,10 +19,11 @@ import binascii
 import enum
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, Field
 
 from pafka.client.batch_reading import FetchedRecord
@@ -274,7 +275,13 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
     finds and names the first fault)."""
     if not all([type(item) is dict and item.keys() <= _PLAIN_FIELDS for item in items]):
         return None
-    stored = _decoded if fmt is EmbeddedFormat.BINARY else _stored
+    string: Callable[[Any], bytes]
+    if fmt is EmbeddedFormat.BINARY:
+        stored = string = _decoded
+    else:
+        # A JSON string (the common value) as dump_json writes it, without its detour; a lone
+        # surrogate makes orjson raise, and the full parse then decides.
+        stored, string = _stored, orjson.dumps
     try:
         return [
             # What OutgoingRecord(value, key) makes, without its Python-level __new__ (a
@@ -282,7 +289,11 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
             _new_tuple(
                 OutgoingRecord,
                 (
-                    None if (value := item.get("value")) is None else stored(value),
+                    None
+                    if (value := item.get("value")) is None
+                    else string(value)
+                    if type(value) is str
+                    else stored(value),
                     None if (key := item.get("key")) is None else stored(key),
                     (),
                     None,
@@ -290,7 +301,7 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
             )
             for item in items
         ]
-    except (RestError, ValueError):
+    except (RestError, ValueError, TypeError):
         return None
 
 
