@@ -129,6 +129,12 @@ class Producer:
             loop = asyncio.get_running_loop()
             lingering.timer = loop.call_later(self.linger_ms / 1000, self._flush)
 
+    def _park_again(self, item: _Parked) -> None:
+        # Not when its caller has its answer already (a flush past its deadline failed it, or
+        # the caller stopped waiting): a record reported as failed is then never written.
+        if not item.future.done():
+            self._park(item)
+
     def _flush(self) -> None:
         parked, self._lingering = self._lingering.parked, _Linger()
         task = asyncio.ensure_future(self._send_all(parked))
@@ -223,7 +229,7 @@ class Producer:
         if isinstance(error, RETRIABLE_UNAPPENDED) and loop.time() + backoff_s < item.deadline:
             item.attempts += 1
             self.cluster.forget(item.topic)  # the next attempt looks the leader up again
-            loop.call_later(backoff_s, self._park, item)
+            loop.call_later(backoff_s, self._park_again, item)
             return
         if not item.future.done():
             item.future.set_exception(error)
