@@ -136,17 +136,19 @@ def previous_results(response: dict[str, Any] | None, count: int) -> list[Result
 
 _HEAD = '{"key_schema_id":null,"value_schema_id":null,"offsets":['
 _NO_ERROR = ',"error_code":null,"error":null}'
+_BULK_FROM = 8  # records: below, the transposition costs more than it saves
 
 
 def _written(results: list[Result]) -> bytes:
     """The 200 body, byte for byte as ``JSONResponse`` writes it, without a dict per record:
     every value is an integer or null."""
-    partitions, offsets = list(zip(*results, strict=True))[:2]  # transposed in C
-    if None not in offsets and partitions.count(partitions[0]) == len(partitions):
-        # Most answers: one partition, every offset known, rendered in one join.
-        start = f'{{"partition":{partitions[0]},"offset":'
-        between = f"{_NO_ERROR},{start}"
-        return f"{_HEAD}{start}{between.join(map(str, offsets))}{_NO_ERROR}]}}".encode()
+    if len(results) >= _BULK_FROM:
+        partitions, offsets = list(zip(*results, strict=True))[:2]  # transposed in C
+        if None not in offsets and partitions.count(partitions[0]) == len(partitions):
+            # Most answers: one partition, every offset known, rendered in one join.
+            start = f'{{"partition":{partitions[0]},"offset":'
+            between = f"{_NO_ERROR},{start}"
+            return f"{_HEAD}{start}{between.join(map(str, offsets))}{_NO_ERROR}]}}".encode()
     each = ",".join(
         [
             f'{{"partition":{r.partition},"offset":{"null" if r.offset is None else r.offset},'
