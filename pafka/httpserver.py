@@ -2,7 +2,8 @@
 
 uvicorn's ``Server.serve`` installs its own SIGTERM/SIGINT handlers; the services own their
 signal handling (a broker's shutdown order matters), so the embedded server does not. HTTP is
-parsed by httptools (C) when it is installed, else by h11; no access log is written.
+parsed by httptools (C), and a small answer is written to its socket in one write (see
+:mod:`pafka.coalesced_writes`); no access log is written.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import uvicorn
 
+from pafka.coalesced_writes import CoalescingHttpToolsProtocol
 from pafka.security.tls import ReloadingContext
 
 
@@ -42,7 +44,7 @@ async def start_http(
         app,
         host=host,
         port=port,
-        http="auto",  # httptools when installed
+        http=CoalescingHttpToolsProtocol,
         log_level="warning",
         access_log=False,
         lifespan="off",

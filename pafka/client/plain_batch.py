@@ -24,6 +24,8 @@ _NULL = varint(-1)
 _NO_HEADERS = varint(0)
 _START = b"\x00" + varint(0)  # attributes, timestamp delta
 _SMALL = [varint(v) for v in range(SMALL_VARINTS)]  # lengths and offset deltas, looked up
+# Attributes, timestamp delta and offset delta: what starts each record, by its index.
+_HEADS = [_START + varint(i) for i in range(1024)]
 
 
 def _length(value: bytes | None) -> bytes:
@@ -41,18 +43,35 @@ def build_plain_batch(
     them)."""
     if not records:
         raise ValueError("a record batch holds at least one record")
-    bodies = [
-        _START
-        + (_SMALL[i] if i < SMALL_VARINTS else varint(i))
-        + _length(key)
-        + (key or b"")
-        + _length(value)
-        + (value or b"")
-        + _NO_HEADERS
-        for i, (key, value) in enumerate(records)
-    ]
+    parts: list[bytes] = []
+    extend = parts.extend
+    small = _SMALL
+    for i, (key, value) in enumerate(records):
+        key_length = _length(key)
+        value_length = _length(value)
+        heads = _HEADS[i] if i < len(_HEADS) else _START + varint(i)
+        size = (
+            len(heads)
+            + len(key_length)
+            + len(value_length)
+            + (len(key) if key else 0)
+            + (len(value) if value else 0)
+            + 1  # no headers
+        )
+        # One join of every piece: no intermediate bytes per record.
+        extend(
+            (
+                small[size] if size < SMALL_VARINTS else varint(size),
+                heads,
+                key_length,
+                key or b"",
+                value_length,
+                value or b"",
+                _NO_HEADERS,
+            )
+        )
     out = bytearray(layout.HEADER_SIZE)
-    out += b"".join([_length(body) + body for body in bodies])
+    out += b"".join(parts)
     # Base offset 0 (the broker assigns it), CRC 0 until packed below, attributes 0 (no
     # compression, not transactional), no producer id, epoch or sequence.
     layout.HEADER.pack_into(

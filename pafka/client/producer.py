@@ -50,6 +50,9 @@ RETRIABLE_UNAPPENDED = (
     BrokerUnreachableError,
 )
 MAX_BACKOFF_S = 1.0
+# A send unanswered this long past its request timeout fails: the broker calls have deadlines
+# of their own, this bounds anything else (a leader lookup, a stuck connection slot).
+SETTLE_GRACE_S = 5.0
 
 
 class OutgoingRecord(NamedTuple):
@@ -126,6 +129,12 @@ class Producer:
             loop = asyncio.get_running_loop()
             lingering.timer = loop.call_later(self.linger_ms / 1000, self._flush)
 
+    def _park_again(self, item: _Parked) -> None:
+        # Not when its caller has its answer already (a flush past its deadline failed it, or
+        # the caller stopped waiting): a record reported as failed is then never written.
+        if not item.future.done():
+            self._park(item)
+
     def _flush(self) -> None:
         parked, self._lingering = self._lingering.parked, _Linger()
         task = asyncio.ensure_future(self._send_all(parked))
@@ -133,6 +142,20 @@ class Producer:
         task.add_done_callback(self._inflight.discard)
 
     async def _send_all(self, parked: list[_Parked]) -> None:
+        """Send a flush's batches; whatever is still unanswered a grace period past the latest
+        deadline among them fails (one timer per flush, not one per send)."""
+        settle_by = max(item.deadline for item in parked) + SETTLE_GRACE_S
+        try:
+            async with asyncio.timeout_at(settle_by):
+                await self._send_parked(parked)
+        except TimeoutError:
+            waited_s = self.request_timeout_ms / 1000 + SETTLE_GRACE_S
+            error = RequestTimedOutError(f"no acknowledgement within {waited_s:.0f}s")
+            for item in parked:
+                if not item.future.done():
+                    item.future.set_exception(error)
+
+    async def _send_parked(self, parked: list[_Parked]) -> None:
         by_broker: dict[tuple[int, int], list[_Parked]] = {}
         leaders: dict[tuple[str, int], int | PafkaError] = {}  # looked up once per flush
         for item in parked:
@@ -206,7 +229,7 @@ class Producer:
         if isinstance(error, RETRIABLE_UNAPPENDED) and loop.time() + backoff_s < item.deadline:
             item.attempts += 1
             self.cluster.forget(item.topic)  # the next attempt looks the leader up again
-            loop.call_later(backoff_s, self._park, item)
+            loop.call_later(backoff_s, self._park_again, item)
             return
         if not item.future.done():
             item.future.set_exception(error)

@@ -18,10 +18,12 @@ import base64
 import binascii
 import enum
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, Field
 
 from pafka.client.batch_reading import FetchedRecord
@@ -273,7 +275,13 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
     finds and names the first fault)."""
     if not all([type(item) is dict and item.keys() <= _PLAIN_FIELDS for item in items]):
         return None
-    stored = _decoded if fmt is EmbeddedFormat.BINARY else _stored
+    string: Callable[[Any], bytes]
+    if fmt is EmbeddedFormat.BINARY:
+        stored = string = _decoded
+    else:
+        # A JSON string (the common value) as dump_json writes it, without its detour; a lone
+        # surrogate makes orjson raise, and the full parse then decides.
+        stored, string = _stored, orjson.dumps
     try:
         return [
             # What OutgoingRecord(value, key) makes, without its Python-level __new__ (a
@@ -281,7 +289,11 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
             _new_tuple(
                 OutgoingRecord,
                 (
-                    None if (value := item.get("value")) is None else stored(value),
+                    None
+                    if (value := item.get("value")) is None
+                    else string(value)
+                    if type(value) is str
+                    else stored(value),
                     None if (key := item.get("key")) is None else stored(key),
                     (),
                     None,
@@ -289,7 +301,7 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
             )
             for item in items
         ]
-    except (RestError, ValueError):
+    except (RestError, ValueError, TypeError):
         return None
 
 
@@ -365,8 +377,28 @@ class _StoredJson:
     def loads(self, data: bytes) -> Any:
         found = exact_json.load(data, floats=False)  # a float read must set inexact
         if found is not exact_json.NOT_EXACT:
-            return found
-        return self._decoder.decode(data.decode(json.detect_encoding(data), "surrogatepass"))
+            return found  # orjson refuses lone surrogates: none is in what it read
+        text = data.decode(json.detect_encoding(data), "surrogatepass")
+        found = self._decoder.decode(text)
+        if _lone_surrogate(text, found):
+            # No UTF-8 answer can carry it (a Kafka client may write any bytes).
+            raise ValueError("a lone surrogate")
+        return found
+
+
+# An escaped surrogate (of a pair, or alone); only then can a value read from ASCII hold one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(text: str, found: Any) -> bool:
+    """Whether ``found`` (read from ``text``) holds a surrogate that is not half of a pair."""
+    try:
+        text.encode()  # a raw one, as "surrogatepass" lets UTF-8 bytes through
+        if _SURROGATE_ESCAPE.search(text) is not None:
+            _COMPACT.encode(found).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _render(data: bytes, fmt: EmbeddedFormat, stored: _StoredJson, offset: int, what: str) -> Any:

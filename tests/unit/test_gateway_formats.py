@@ -267,6 +267,28 @@ def test_rendering_non_json_as_json_is_406() -> None:
     assert "offset 9" in excinfo.value.message
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'"\\ud800"',  # escaped, as a JSON produce stores one
+        b'{"k":["\\uDC00",1.5]}',  # inside a structure that json (not orjson) reads
+        b'"\xed\xa0\x80"',  # raw surrogate bytes a Kafka client may write
+    ],
+)
+def test_lone_surrogate_read_as_json_is_406(value: bytes) -> None:
+    fetched = FetchedRecord(5, 1, TimestampType.CREATE_TIME, None, value, ())
+    with pytest.raises(RestError) as excinfo:
+        render_records("t", 0, [fetched], JSON)
+    assert code_of(excinfo) == 40601
+    assert "value of the record at offset 5" in excinfo.value.message
+
+
+def test_surrogate_pairs_read_as_json() -> None:
+    fetched = FetchedRecord(5, 1, TimestampType.CREATE_TIME, b'"\\ud83d\\ude00"', b"1.5", ())
+    (rendered,) = render_records("t", 0, [fetched], JSON)
+    assert (rendered["key"], rendered["value"]) == ("\U0001f600", 1.5)
+
+
 # -- partition choice and batches --------------------------------------------------------------
 
 
@@ -302,6 +324,25 @@ def test_batches_stay_near_the_target_size() -> None:
     assert all(len(run) <= 2 for run in runs)
     big = [OutgoingRecord(value=b"x" * (BATCH_TARGET_BYTES * 2))]
     assert batches([0], big) == [[0]]
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.none() | st.integers(0, 2**63 - 1)), min_size=1)
+    | st.builds(
+        lambda p, base, n: [(p, base + i) for i in range(n)],
+        st.integers(0, 2**31 - 1),
+        st.integers(0, 2**40),
+        st.integers(1, 300),
+    )
+)
+def test_a_200_answer_is_what_json_response_writes(outcomes: list[tuple[int, int | None]]) -> None:
+    results = [Result(p, offset) for p, offset in outcomes]
+    expected = {
+        "key_schema_id": None,
+        "value_schema_id": None,
+        "offsets": [r.render() for r in results],
+    }
+    assert answer(results).body == json.dumps(expected, separators=(",", ":")).encode()
 
 
 def test_answer_is_200_only_when_everything_was_written() -> None:
