@@ -187,7 +187,7 @@ def _seconds(phase: Phase) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=2)

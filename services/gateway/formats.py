@@ -1,4 +1,5 @@
-"""REST Proxy v2 bodies: content types, produce requests in, records out. Pure functions.
+"""REST Proxy v2 bodies: content types and produce requests in. Pure functions (records out
+are rendered by :mod:`services.gateway.record_rendering`).
 
 Two embedded formats, named by the media type (REST Proxy's convention)::
 
@@ -18,16 +19,13 @@ import base64
 import binascii
 import enum
 import json
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from pydantic import BaseModel, Field
 
-from pafka.client.batch_reading import FetchedRecord
-from pafka.client.fetcher import FetchResult
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
 from services.gateway import exact_json
@@ -168,11 +166,11 @@ def _reject_constant(name: str) -> Any:
 # Built once: ``json.loads``/``json.dumps`` with options build a new decoder or encoder per call,
 # which costs more than encoding a short value. Parsed JSON holds no cycles to check for.
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-_COMPACT = json.JSONEncoder(
+COMPACT_JSON = json.JSONEncoder(
     separators=(",", ":"), ensure_ascii=False, allow_nan=False, check_circular=False
 )
 _COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
-_quote = json.encoder.encode_basestring  # what _COMPACT does with a string
+_quote = json.encoder.encode_basestring  # what COMPACT_JSON does with a string
 
 
 def load_json(body: bytes) -> Any:
@@ -201,7 +199,7 @@ def dump_json(value: Any) -> bytes:
             return found
     try:
         # A string is quoted as JSONEncoder.encode would, one call less.
-        text = _quote(value) if kind is str else _COMPACT.encode(value)
+        text = _quote(value) if kind is str else COMPACT_JSON.encode(value)
         return text.encode()
     except UnicodeEncodeError:
         return _COMPACT_ASCII.encode(value).encode()
@@ -356,119 +354,3 @@ def parse_items(items: list[Any], fmt: EmbeddedFormat) -> ProduceBody:
             else _int(partition, f"records[{i}].partition", maximum=2**31 - 1)
         )
     return ProduceBody(records, partitions)
-
-
-# -- records out -------------------------------------------------------------------------------
-
-
-class _StoredJson:
-    """Stored keys and values parsed as JSON (as ``json.loads`` does), noting whether any held
-    a float or a NaN/Infinity: orjson writes some floats differently (``1e-05`` as
-    ``0.00001``) and NaN as null where json refuses it, so such answers go through json."""
-
-    def __init__(self) -> None:
-        self.inexact = False
-        self._decoder = json.JSONDecoder(parse_float=self._float, parse_constant=self._float)
-
-    def _float(self, text: str) -> float:
-        self.inexact = True
-        return float(text)  # also "NaN", "Infinity" and "-Infinity", as json reads them
-
-    def loads(self, data: bytes) -> Any:
-        found = exact_json.load(data, floats=False)  # a float read must set inexact
-        if found is not exact_json.NOT_EXACT:
-            return found  # orjson refuses lone surrogates: none is in what it read
-        text = data.decode(json.detect_encoding(data), "surrogatepass")
-        found = self._decoder.decode(text)
-        if _lone_surrogate(text, found):
-            # No UTF-8 answer can carry it (a Kafka client may write any bytes).
-            raise ValueError("a lone surrogate")
-        return found
-
-
-# An escaped surrogate (of a pair, or alone); only then can a value read from ASCII hold one.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _lone_surrogate(text: str, found: Any) -> bool:
-    """Whether ``found`` (read from ``text``) holds a surrogate that is not half of a pair."""
-    try:
-        text.encode()  # a raw one, as "surrogatepass" lets UTF-8 bytes through
-        if _SURROGATE_ESCAPE.search(text) is not None:
-            _COMPACT.encode(found).encode()
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _render(data: bytes, fmt: EmbeddedFormat, stored: _StoredJson, offset: int, what: str) -> Any:
-    if fmt is EmbeddedFormat.BINARY:
-        return binascii.b2a_base64(data, newline=False).decode()
-    try:
-        return stored.loads(data)
-    except (ValueError, RecursionError):
-        raise RestError(
-            NOT_ACCEPTABLE,
-            f"the {what} of the record at offset {offset} is not JSON; "
-            f"read it with Accept: {V2_BINARY}",
-        ) from None
-
-
-def _render_all(
-    topic: str,
-    partition: int,
-    records: Sequence[FetchedRecord],
-    fmt: EmbeddedFormat,
-    stored: _StoredJson,
-) -> list[dict[str, Any]]:
-    return [
-        {
-            "topic": topic,
-            "partition": partition,
-            "offset": r.offset,
-            "timestamp": r.timestamp_ms,
-            "timestamp_type": str(r.timestamp_type),
-            "key": None if r.key is None else _render(r.key, fmt, stored, r.offset, "key"),
-            "value": None if r.value is None else _render(r.value, fmt, stored, r.offset, "value"),
-            "headers": [
-                {"name": name, "value": None if v is None else base64.b64encode(v).decode()}
-                for name, v in r.headers
-            ]
-            if r.headers
-            else [],
-        }
-        for r in records
-    ]
-
-
-def render_records(
-    topic: str, partition: int, records: Sequence[FetchedRecord], fmt: EmbeddedFormat
-) -> list[dict[str, Any]]:
-    """Records as REST Proxy v2 shows them, plus timestamps and headers (base64 values)."""
-    return _render_all(topic, partition, records, fmt, _StoredJson())
-
-
-def read_lines(topic: str, partition: int, result: FetchResult) -> bytes:
-    """A range read as newline-delimited JSON: one record object a line (each as in
-    :func:`read_answer`'s ``records``), every line ending in a newline."""
-    stored = _StoredJson()
-    rendered = _render_all(topic, partition, result.records, EmbeddedFormat.JSON, stored)
-    if not rendered:
-        return b""
-    return b"".join([exact_json.dumps(r, has_floats=stored.inexact) + b"\n" for r in rendered])
-
-
-def read_answer(topic: str, partition: int, result: FetchResult, fmt: EmbeddedFormat) -> bytes:
-    """The body of a range read: its records (as :func:`render_records`) and where to read on,
-    byte for byte as ``JSONResponse`` writes it (json, compact, UTF-8), by orjson, several times
-    faster, whenever that gives the same bytes."""
-    stored = _StoredJson()
-    body = {
-        "topic": topic,
-        "partition": partition,
-        "records": _render_all(topic, partition, result.records, fmt, stored),
-        "next_offset": result.next_offset,
-        "high_watermark": result.high_watermark,
-        "log_start_offset": result.log_start_offset,
-    }
-    return exact_json.dumps(body, has_floats=stored.inexact)

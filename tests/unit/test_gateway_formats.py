@@ -19,7 +19,6 @@ from services.gateway.formats import (
     parse_produce,
     produce_format,
     read_format,
-    render_records,
 )
 from services.gateway.idempotency import (
     DONE,
@@ -41,6 +40,7 @@ from services.gateway.produce import (
     choose_partitions,
     previous_results,
 )
+from services.gateway.record_rendering import render_records
 
 JSON, BINARY = EmbeddedFormat.JSON, EmbeddedFormat.BINARY
 

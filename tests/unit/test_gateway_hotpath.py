@@ -23,8 +23,6 @@ from services.gateway.formats import (
     parse_items,
     parse_produce,
     range_format,
-    read_answer,
-    read_lines,
 )
 from services.gateway.hotpath import (
     PRODUCE_PARTITION,
@@ -33,6 +31,7 @@ from services.gateway.hotpath import (
     match,
     read_params,
 )
+from services.gateway.record_rendering import read_answer, read_lines
 
 JSON, BINARY = EmbeddedFormat.JSON, EmbeddedFormat.BINARY
 

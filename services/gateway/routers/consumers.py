@@ -43,7 +43,6 @@ from services.gateway.formats import (
     ErrorBody,
     load_json,
     read_format,
-    render_records,
 )
 from services.gateway.models.consumers import (
     CommittedOffset,
@@ -56,6 +55,7 @@ from services.gateway.models.consumers import (
     Partitions,
     Subscription,
 )
+from services.gateway.record_rendering import render_records
 
 router = APIRouter(prefix="/consumers", tags=["consumers (REST Proxy v2)"])
 

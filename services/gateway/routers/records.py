@@ -32,8 +32,6 @@ from services.gateway.formats import (
     parse_produce,
     produce_format,
     range_format,
-    read_answer,
-    read_lines,
 )
 from services.gateway.produce import (
     Result,
@@ -44,6 +42,7 @@ from services.gateway.produce import (
     read_body,
     write,
 )
+from services.gateway.record_rendering import read_answer, read_lines
 from services.gateway.routers.topics import UNAVAILABLE, UNKNOWN, V2Response
 from services.gateway.topic_metadata import partition_state, topic_info
 
