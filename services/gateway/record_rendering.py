@@ -24,16 +24,17 @@ from services.gateway.formats import COMPACT_JSON, NOT_ACCEPTABLE, V2_BINARY, Em
 
 class _StoredJson:
     """Stored keys and values parsed as JSON (as ``json.loads`` does), noting whether any held
-    a float or a NaN/Infinity: orjson writes some floats differently (``1e-05`` as
-    ``0.00001``) and NaN as null where json refuses it, so such answers go through json."""
+    a float: orjson writes some floats differently (``1e-05`` as ``0.00001``), so such answers
+    go through json. ``NaN`` and ``Infinity``, which json reads but JSON has not (a Kafka client
+    may write them), are refused: no JSON answer could carry them."""
 
     def __init__(self) -> None:
         self.inexact = False
-        self._decoder = json.JSONDecoder(parse_float=self._float, parse_constant=self._float)
+        self._decoder = json.JSONDecoder(parse_float=self._float, parse_constant=_not_json)
 
     def _float(self, text: str) -> float:
         self.inexact = True
-        return float(text)  # also "NaN", "Infinity" and "-Infinity", as json reads them
+        return float(text)
 
     def loads(self, data: bytes) -> Any:
         found = exact_json.load(data, floats=False)  # a float read must set inexact
@@ -45,6 +46,10 @@ class _StoredJson:
             # No UTF-8 answer can carry it (a Kafka client may write any bytes).
             raise ValueError("a lone surrogate")
         return found
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 # An escaped surrogate (of a pair, or alone); only then can a value read from ASCII hold one.

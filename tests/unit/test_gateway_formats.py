@@ -283,6 +283,16 @@ def test_lone_surrogate_read_as_json_is_406(value: bytes) -> None:
     assert "value of the record at offset 5" in excinfo.value.message
 
 
+@pytest.mark.parametrize("value", [b"NaN", b"[1, Infinity]", b'{"x": -Infinity}'])
+def test_nan_and_infinity_read_as_json_are_406(value: bytes) -> None:
+    """json reads them, JSON has them not: refused, naming the record, as any non-JSON value."""
+    fetched = FetchedRecord(7, 1, TimestampType.CREATE_TIME, None, value, ())
+    with pytest.raises(RestError) as excinfo:
+        render_records("t", 0, [fetched], JSON)
+    assert code_of(excinfo) == 40601
+    assert "value of the record at offset 7" in excinfo.value.message
+
+
 def test_surrogate_pairs_read_as_json() -> None:
     fetched = FetchedRecord(5, 1, TimestampType.CREATE_TIME, b'"\\ud83d\\ude00"', b"1.5", ())
     (rendered,) = render_records("t", 0, [fetched], JSON)
