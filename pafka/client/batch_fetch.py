@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 from pafka.client.cluster import ClusterClient, PartitionLeader
 from pafka.client.fetcher import (
-    ANSWER_MARGIN_S,
     FETCH_VERSION,
     _on_leader,
     _out_of_range,
     _raise_for,
     fetch_request,
+    send_fetch,
 )
 from pafka.client.isolation import (
     AbortedTransaction,
@@ -41,11 +41,11 @@ from pafka.client.isolation import (
     IsolationLevel,
     UncommittedFilter,
     batch_filter,
+    visible_end,
 )
 from pafka.errors import CorruptMessageError, NotLeaderOrFollowerError, OffsetOutOfRangeError
 from pafka.protocol import fetch_answer
 from pafka.protocol.fetch_answer import PartitionAnswer
-from pafka.protocol.versions import ApiKey
 from pafka.records.batch import HEADER_SIZE, MIN_BATCH_LENGTH, Buffer, read_header
 
 
@@ -152,10 +152,7 @@ async def fetch_batches(
 
 
 def _end(answer: PartitionAnswer, isolation: IsolationLevel) -> int:
-    """Where the batches this isolation level may see end."""
-    if isolation is IsolationLevel.READ_COMMITTED and answer.last_stable_offset >= 0:
-        return min(answer.last_stable_offset, answer.high_watermark)
-    return answer.high_watermark
+    return visible_end(isolation, answer.high_watermark, answer.last_stable_offset)
 
 
 async def _fetch_raw(
@@ -172,7 +169,7 @@ async def _fetch_raw(
 
     async def attempt(leader: PartitionLeader) -> PartitionAnswer:
         body = fetch_request(topic, partition, offset, leader, max_bytes, wait_ms, isolation)
-        frame = await _send_raw(cluster, leader.leader, body, wait_ms)
+        frame = memoryview(await send_fetch(cluster, leader.leader, body, wait_ms, raw=True))
         _raise_for(fetch_answer.session_error(frame), topic, partition)
         found = fetch_answer.find_partition(frame, topic, partition)
         if found is None:
@@ -181,20 +178,3 @@ async def _fetch_raw(
         return found
 
     return await _on_leader(cluster, topic, partition, attempt)
-
-
-async def _send_raw(cluster: ClusterClient, broker: int, body: object, wait_ms: int) -> memoryview:
-    # A held Fetch goes on a connection of its own (see pafka.client.fetcher).
-    if wait_ms <= 0:
-        connection = await cluster.connection(broker)
-        frame = await connection.call(ApiKey.FETCH, fetch_answer.VERSION, body, raw=True)
-    else:
-        async with cluster.exclusive(broker) as connection:
-            frame = await connection.call(
-                ApiKey.FETCH,
-                fetch_answer.VERSION,
-                body,
-                timeout_s=wait_ms / 1000 + ANSWER_MARGIN_S,
-                raw=True,
-            )
-    return memoryview(frame)

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pafka.client.batch_reading import FetchedRecord, select_records
 from pafka.client.cluster import ClusterClient, PartitionLeader
-from pafka.client.isolation import AbortedTransaction, IsolationLevel, batch_filter
+from pafka.client.isolation import AbortedTransaction, IsolationLevel, batch_filter, visible_end
 from pafka.errors import (
     BrokerConnectionError,
     FencedLeaderEpochError,
@@ -79,10 +79,7 @@ class _Answer(NamedTuple):
     aborted: tuple[AbortedTransaction, ...]
 
     def end(self, isolation: IsolationLevel) -> int:
-        """Where the records this isolation level may see end."""
-        if isolation is IsolationLevel.READ_COMMITTED and self.last_stable_offset >= 0:
-            return min(self.last_stable_offset, self.high_watermark)
-        return self.high_watermark
+        return visible_end(isolation, self.high_watermark, self.last_stable_offset)
 
 
 # -- talking to the leader ---------------------------------------------------------------------
@@ -221,7 +218,7 @@ async def _fetch_once(
 
     async def attempt(leader: PartitionLeader) -> _Answer:
         body = fetch_request(topic, partition, offset, leader, max_bytes, wait_ms, isolation)
-        response = await _send(cluster, leader.leader, body, wait_ms)
+        response = await send_fetch(cluster, leader.leader, body, wait_ms)
         for t in response.responses:
             for p in t.partitions:
                 if t.topic == topic and p.partition_index == partition:
@@ -279,12 +276,21 @@ def fetch_request(
     )
 
 
-async def _send(cluster: ClusterClient, broker: int, body: Any, wait_ms: int) -> Any:
+async def send_fetch(
+    cluster: ClusterClient, broker: int, body: Any, wait_ms: int, *, raw: bool = False
+) -> Any:
+    """Send a Fetch; the answer decoded, or with ``raw`` its frame as received. A held Fetch
+    goes on a connection of its own, so it never delays other calls to that broker."""
     if wait_ms <= 0:
-        return await cluster.call(broker, ApiKey.FETCH, FETCH_VERSION, body)
+        connection = await cluster.connection(broker)
+        return await connection.call(ApiKey.FETCH, FETCH_VERSION, body, raw=raw)
     async with cluster.exclusive(broker) as connection:
         return await connection.call(
-            ApiKey.FETCH, FETCH_VERSION, body, timeout_s=wait_ms / 1000 + ANSWER_MARGIN_S
+            ApiKey.FETCH,
+            FETCH_VERSION,
+            body,
+            timeout_s=wait_ms / 1000 + ANSWER_MARGIN_S,
+            raw=raw,
         )
 
 

@@ -35,6 +35,14 @@ class IsolationLevel(enum.IntEnum):
             ) from None
 
 
+def visible_end(isolation: IsolationLevel, high_watermark: int, last_stable_offset: int) -> int:
+    """Where the records a Fetch answer lets this isolation level see end (a broker that
+    reports no last stable offset, -1, leaves the high watermark)."""
+    if isolation is IsolationLevel.READ_COMMITTED and last_stable_offset >= 0:
+        return min(last_stable_offset, high_watermark)
+    return high_watermark
+
+
 class AbortedTransaction(NamedTuple):
     producer_id: int
     first_offset: int
