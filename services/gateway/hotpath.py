@@ -14,12 +14,16 @@ The routes stay declared on the app, so /docs and the OpenAPI document are uncha
 
 from __future__ import annotations
 
+import inspect
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
+from annotated_types import Ge, Le
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
+from pydantic.fields import FieldInfo
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -34,21 +38,32 @@ PRODUCE_TOPIC = "/topics/{topic}"
 PRODUCE_PARTITION = "/topics/{topic}/partitions/{partition}"
 READ_RANGE = "/topics/{topic}/partitions/{partition}/records"
 _PREFIX = "/topics/"
-# The read's integer parameters: (lowest, highest) FastAPI accepts; beyond 18 digits, FastAPI
-# decides (and refuses or accepts exactly as it always did).
-_READ_INTS = {
-    "offset": (0, records.MAX_OFFSET),
-    "max_records": (1, None),
-    "max_bytes": (1, None),
-    "timeout_ms": (0, None),
-}
-_ISOLATIONS = frozenset({"read_uncommitted", "read_committed"})
-_READ_DEFAULTS: dict[str, Any] = {
-    "max_records": records.DEFAULT_MAX_RECORDS,
-    "max_bytes": None,
-    "timeout_ms": 0,
-    "isolation": "read_uncommitted",
-}
+
+
+def _declared_query() -> tuple[dict[str, tuple[int, int | None]], dict[str, Any], frozenset[str]]:
+    """The range read's query parameters as its route declares them (integer bounds, defaults,
+    isolation names), so this path and FastAPI's can never disagree about them."""
+    hints = typing.get_type_hints(records.read_records)
+    bounds: dict[str, tuple[int, int | None]] = {}
+    defaults: dict[str, Any] = {}
+    isolations: frozenset[str] = frozenset()
+    for name, parameter in inspect.signature(records.read_records).parameters.items():
+        field = parameter.default
+        if not isinstance(field, FieldInfo):
+            continue  # a path parameter or the request
+        if not field.is_required():
+            defaults[name] = field.default
+        if name == "isolation":
+            isolations = frozenset(typing.get_args(hints[name]))
+            continue
+        lowest = next(typing.cast(int, m.ge) for m in field.metadata if isinstance(m, Ge))
+        highest = next((typing.cast(int, m.le) for m in field.metadata if isinstance(m, Le)), None)
+        bounds[name] = (lowest, highest)
+    return bounds, defaults, isolations
+
+
+# Beyond 18 digits FastAPI decides (and refuses or accepts exactly as it always did).
+_READ_INTS, _READ_DEFAULTS, _ISOLATIONS = _declared_query()
 QUERY_KEY = "pafka.read_query"  # the read's parsed parameters, in the request's scope
 _MAX_DIGITS = 18
 
