@@ -1,5 +1,6 @@
-"""Building the v2 batch of plain records (a key and a value, no headers, one timestamp) in one
-pass: what most produce requests send, and what a REST produce of many records is made of.
+"""Building the v2 batch of plain records (a key and a value, no headers) in one pass: what most
+produce requests send, what a REST produce of many records is made of, and what the producer
+makes of several callers' small sends (runs of records, each run with its own timestamp).
 
 The bytes are exactly :func:`pafka.records.encoding.build_batch`'s for the same records (a
 hypothesis test compares them); only the work differs. Each record is::
@@ -41,43 +42,61 @@ def build_plain_batch(
     """One uncompressed batch of ``(key, value)`` records, every one stamped ``timestamp_ms``,
     without producer id or sequence (as :func:`~pafka.records.encoding.build_batch` leaves
     them)."""
-    if not records:
-        raise ValueError("a record batch holds at least one record")
+    return build_plain_runs([(records, timestamp_ms)])
+
+
+def build_plain_runs(
+    runs: Sequence[tuple[Sequence[tuple[bytes | None, bytes | None]], int]],
+) -> bytes:
+    """One batch of several runs of ``(key, value)`` records, each run stamped with its own
+    time (as deltas from the first run's): the sends of several callers in one batch, each
+    record keeping the time it was sent at."""
     parts: list[bytes] = []
     extend = parts.extend
     small = _SMALL
-    for i, (key, value) in enumerate(records):
-        key_length = _length(key)
-        value_length = _length(value)
-        heads = _HEADS[i] if i < len(_HEADS) else _START + varint(i)
-        size = (
-            len(heads)
-            + len(key_length)
-            + len(value_length)
-            + (len(key) if key else 0)
-            + (len(value) if value else 0)
-            + 1  # no headers
-        )
-        # One join of every piece: no intermediate bytes per record.
-        extend(
-            (
-                small[size] if size < SMALL_VARINTS else varint(size),
-                heads,
-                key_length,
-                key or b"",
-                value_length,
-                value or b"",
-                _NO_HEADERS,
+    first_ms = runs[0][1] if runs else 0
+    latest_ms = first_ms
+    offset = 0
+    for records, timestamp_ms in runs:
+        latest_ms = max(latest_ms, timestamp_ms)
+        delta = timestamp_ms - first_ms
+        for key, value in records:
+            key_length = _length(key)
+            value_length = _length(value)
+            if delta == 0 and offset < len(_HEADS):
+                heads = _HEADS[offset]
+            else:
+                heads = b"\x00" + varint(delta) + varint(offset)
+            size = (
+                len(heads)
+                + len(key_length)
+                + len(value_length)
+                + (len(key) if key else 0)
+                + (len(value) if value else 0)
+                + 1  # no headers
             )
-        )
+            # One join of every piece: no intermediate bytes per record.
+            extend(
+                (
+                    small[size] if size < SMALL_VARINTS else varint(size),
+                    heads,
+                    key_length,
+                    key or b"",
+                    value_length,
+                    value or b"",
+                    _NO_HEADERS,
+                )
+            )
+            offset += 1
+    if not offset:
+        raise ValueError("a record batch holds at least one record")
     out = bytearray(layout.HEADER_SIZE)
     out += b"".join(parts)
     # Base offset 0 (the broker assigns it), CRC 0 until packed below, attributes 0 (no
     # compression, not transactional), no producer id, epoch or sequence.
     layout.HEADER.pack_into(
         out, 0, 0, len(out) - layout.LOG_OVERHEAD, layout.NO_PARTITION_LEADER_EPOCH,
-        layout.MAGIC_V2, 0, 0, len(records) - 1, timestamp_ms, timestamp_ms, -1, -1, -1,
-        len(records),
+        layout.MAGIC_V2, 0, 0, offset - 1, first_ms, latest_ms, -1, -1, -1, offset,
     )  # fmt: skip
     layout.CRC.pack_into(
         out, layout.CRC_OFFSET, crc32c.crc32c(memoryview(out)[layout.ATTRIBUTES_OFFSET :])

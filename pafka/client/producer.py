@@ -1,11 +1,12 @@
 """A coalescing producer: concurrent sends share Produce requests, as a producer's linger does.
 
-Each :meth:`Producer.send` builds one record batch for one partition and parks it. The first
-parked batch starts a linger timer; when it fires, every parked batch goes out at once, one
-Produce request per leader broker (batches for the same partition concatenated: a record set
-may hold several batches, appended contiguously, so each send's base offset follows from the
-ones before it). A REST gateway serving many small concurrent requests thus writes them in a
-few large requests.
+Each :meth:`Producer.send` parks its records for one partition. The first parked send starts a
+linger timer; when it fires, every parked send goes out at once, one Produce request per leader
+broker. Small sends to the same partition share a record batch (:mod:`produce_batching`
+decides which), and a partition's batches are concatenated: a record set may hold several
+batches, appended contiguously, so each send's base offset follows from the ones before it. A
+REST gateway serving many small concurrent requests thus writes them in a few large requests,
+of a few batches each.
 
 A send is answered with its offsets only when the broker acknowledged it. Errors that prove
 nothing was appended (not the leader, no leader yet, a partition the broker does not host yet,
@@ -25,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from pafka.client import produce_batching
 from pafka.client.cluster import ClusterClient
-from pafka.client.plain_batch import build_plain_batch
 from pafka.errors import (
     BrokerUnreachableError,
     LeaderNotAvailableError,
@@ -77,12 +78,15 @@ class Appended:
 class _Parked:
     topic: str
     partition: int
-    batch: bytes
+    pairs: list[tuple[bytes | None, bytes | None]] | None  # plain records, batched at the flush
+    batch: bytes | None  # any other send's own batch, built when it was sent
+    timestamp_ms: int
     count: int
     acks: int
     future: asyncio.Future[Appended]
     deadline: float
     attempts: int = 0
+    alone: bool = False  # refused with others in one record set: now sent on its own
 
 
 @dataclass
@@ -109,17 +113,21 @@ class Producer:
         self, topic: str, partition: int, records: Sequence[OutgoingRecord], acks: int = -1
     ) -> Appended:
         now = int(time.time() * 1000)
+        pairs: list[tuple[bytes | None, bytes | None]] | None = None
+        batch = None
         if any([r.headers or r.timestamp_ms is not None for r in records]):
             batch = build_batch(
                 [(r.key, r.value, r.headers) for r in records],
                 timestamps_ms=[now if r.timestamp_ms is None else r.timestamp_ms for r in records],
             )
-        else:  # the common send: keys and values only, built in one pass
-            batch = build_plain_batch([(r.key, r.value) for r in records], now)
+        else:  # the common send: keys and values only, batched with others at the flush
+            pairs = [(r.key, r.value) for r in records]
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Appended] = loop.create_future()
         deadline = loop.time() + self.request_timeout_ms / 1000
-        self._park(_Parked(topic, partition, batch, len(records), acks, future, deadline))
+        self._park(
+            _Parked(topic, partition, pairs, batch, now, len(records), acks, future, deadline)
+        )
         return await future
 
     def _park(self, parked: _Parked) -> None:
@@ -171,9 +179,14 @@ class Producer:
                 self._settle(item, leader)
                 continue
             by_broker.setdefault((leader, item.acks), []).append(item)
-        await asyncio.gather(
-            *(self._produce(broker, acks, items) for (broker, acks), items in by_broker.items())
-        )
+        requests = []
+        for (broker, acks), items in by_broker.items():
+            shared = [item for item in items if not item.alone]
+            if shared:
+                requests.append(self._produce(broker, acks, shared))
+            # A broker answers a connection's requests in order: these stay in the send order.
+            requests += [self._produce(broker, acks, [item]) for item in items if item.alone]
+        await asyncio.gather(*requests)
 
     async def _produce(self, broker: int, acks: int, items: list[_Parked]) -> None:
         cls = request_class(ApiKey.PRODUCE)[PRODUCE_VERSION]
@@ -182,10 +195,9 @@ class Producer:
             by_partition.setdefault((item.topic, item.partition), []).append(item)
         topics: dict[str, list[object]] = {}
         for (topic, partition), group in by_partition.items():
+            batches = b"".join([produce_batching.build(g) for g in produce_batching.plan(group)])
             topics.setdefault(topic, []).append(
-                cls.TopicProduceData.PartitionProduceData(
-                    index=partition, records=b"".join(i.batch for i in group)
-                )
+                cls.TopicProduceData.PartitionProduceData(index=partition, records=batches)
             )
         body = cls(
             transactional_id=None,
@@ -211,6 +223,14 @@ class Producer:
         code = int(getattr(answer, "error_code", 0))
         if code:
             error = for_code(code, _refusal_message(answer))
+            if len(group) > 1 and isinstance(error, produce_batching.REFUSED_WHOLE):
+                # Refused whole, appended in no part: each send goes again on its own, to be
+                # answered for its own records only.
+                loop = asyncio.get_running_loop()
+                for item in group:
+                    item.alone = True
+                    loop.call_soon(self._park_again, item)
+                return
             for item in group:
                 self._settle(item, error)
             return
