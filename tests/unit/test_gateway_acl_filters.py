@@ -126,7 +126,5 @@ def test_a_creation_needs_every_field_and_no_filter_value(field: str, value: str
 def test_a_creation_reads_as_kafkas_binding() -> None:
     assert binding(CREATE) == AclBinding(
         ResourcePattern(ResourceType.TOPIC, "orders", PatternType.LITERAL),
-        AccessControlEntry(
-            KafkaPrincipal.user("alice"), "*", Operation.READ, PermissionType.ALLOW
-        ),
+        AccessControlEntry(KafkaPrincipal.user("alice"), "*", Operation.READ, PermissionType.ALLOW),
     )
