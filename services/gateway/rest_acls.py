@@ -133,6 +133,13 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
     ("PUT", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
     ("DELETE", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
 }
+# Without an authorizer, a token given topic globs (auth.py) names no right on the cluster:
+# only a token for every topic (``*``) may see or change ACLs and users (a narrower one could
+# otherwise set any user's password and log in as that user).
+_SECURITY_PATHS = (f"{V3_CLUSTER}/acls", f"{V3_CLUSTER}/user-scram-credentials")
+ALL_TOPICS_TOKEN: frozenset[tuple[str, str]] = frozenset(
+    key for key in RULES if key[1].startswith(_SECURITY_PATHS)
+)
 # Lists answer only what the principal may DESCRIBE (filtered by the routes themselves).
 FILTERED: dict[tuple[str, str], ResourceType] = {
     ("GET", "/topics"): TOPIC,

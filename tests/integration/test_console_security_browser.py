@@ -56,6 +56,7 @@ OPEN_TOPIC, CLOSED_TOPIC = "open-orders", "closed-ledger"
 class Secured:
     gateway: str
     cluster_id: str
+    zk_connect: str = ""
 
     def headers(self, user: str, password: str | None = None) -> dict[str, str]:
         basic = f"{user}:{password or PASSWORDS[user]}".encode()
@@ -112,9 +113,10 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
             }
             logs = tmp_path_factory.mktemp("console-sec-gw")
             with gateway_process(zk.connect_string, logs, env) as url:
-                admin = Secured(url, "")
+                admin = Secured(url, "", zk.connect_string)
                 listing = httpx.get(f"{url}/v3/clusters", headers=admin.headers("admin"))
-                secured = Secured(url, listing.json()["data"][0]["cluster_id"])
+                cluster_id = listing.json()["data"][0]["cluster_id"]
+                secured = Secured(url, cluster_id, zk.connect_string)
                 for topic in (OPEN_TOPIC, CLOSED_TOPIC):
                     body = {"topic_name": topic, "partitions_count": 1, "replication_factor": 1}
                     made = httpx.post(
@@ -195,6 +197,30 @@ def test_the_acl_rest_api_speaks_rest_proxy_v3(secured: Secured) -> None:
     assert httpx.get(secured.v3("/user-scram-credentials"), headers=carol).status_code == 403
 
 
+def test_without_an_authorizer_only_a_token_for_every_topic_manages_users_and_acls(
+    secured: Secured, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # Topic globs name no right on the cluster: a narrow token could otherwise set admin's
+    # password and log in as admin.
+    env = {"PAFKA_GATEWAY_TOKENS": "every-topic *; narrow open-*"}
+    logs = tmp_path_factory.mktemp("console-sec-tokens")
+    with gateway_process(secured.zk_connect, logs, env) as url:
+        users = f"{url}/v3/clusters/{secured.cluster_id}/user-scram-credentials"
+        narrow, every = {"Authorization": "Bearer narrow"}, {"Authorization": "Bearer every-topic"}
+        body = {"mechanism": MECHANISM, "password": "taken-over"}
+        for method, target, json in (
+            ("GET", users, None),
+            ("PUT", f"{users}/admin", body),
+            ("DELETE", f"{users}/admin?mechanism={MECHANISM}", None),
+            ("GET", f"{users.rsplit('/', 1)[0]}/acls", None),
+        ):
+            refused = httpx.request(method, target, json=json, headers=narrow, timeout=30)
+            assert (refused.status_code, refused.json()["error_code"]) == (403, 40301), target
+        listed = httpx.get(users, headers=every, timeout=30)
+        assert listed.status_code == 200, listed.text
+    assert httpx.get(secured.v3("/topics"), headers=secured.headers("admin")).status_code == 200
+
+
 def test_without_an_authorizer_the_acl_page_says_so(
     cluster: Any, chromium: Any, shots: Path
 ) -> None:
@@ -204,6 +230,7 @@ def test_without_an_authorizer_the_acl_page_says_so(
         said = page.locator("#no-authorizer")
         said.wait_for(timeout=WAIT_MS)
         assert "No authorizer is configured" in said.inner_text()
+        assert page.get_by_role("button", name="Create ACL").count() == 0
         page.screenshot(path=shots / "acls-no-authorizer.png", full_page=True)
 
 

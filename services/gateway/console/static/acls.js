@@ -2,7 +2,7 @@
 // with a deletion each (confirmed by typing the principal), and a form creating one.
 import { call, cluster } from "./api.js";
 import { confirmTyped, field, h, notice, table } from "./ui.js";
-import { explained, redrawSaying } from "./rights.js";
+import { explained, noAuthorizer, redrawSaying } from "./rights.js";
 
 const RESOURCE_TYPES = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN"];
 const PATTERN_TYPES = ["LITERAL", "PREFIXED"];
@@ -27,13 +27,17 @@ function searchQuery(params) {
 export async function render(main, { params, stillCurrent }) {
   const outcome = h("div", { "aria-live": "polite", id: "acls-outcome" });
   const results = h("section", { "aria-labelledby": "acls-found" });
-  main.replaceChildren(h("h1", {}, "ACLs"), outcome, searchForm(params), results, createForm(outcome));
+  const create = createForm(outcome);
+  main.replaceChildren(h("h1", {}, "ACLs"), outcome, searchForm(params), results, create);
   const query = searchQuery(params);
   let found;
   try {
     found = await call("GET", `${await cluster()}/acls?${query}`);
   } catch (error) {
-    if (stillCurrent()) results.replaceChildren(explained(error, "DESCRIBE on the cluster"));
+    if (!stillCurrent()) return;
+    results.replaceChildren(explained(error, "DESCRIBE on the cluster"));
+    // Without an authorizer there is nothing an ACL would change.
+    if (noAuthorizer(error)) create.remove();
     return;
   }
   if (!stillCurrent()) return;

@@ -11,7 +11,7 @@ export function noAuthorizer(error) {
 // ``needs``: the right the call needed, e.g. "DESCRIBE on the cluster".
 export function explained(error, needs) {
   if (noAuthorizer(error)) {
-    return h("div", { class: "notice", role: "status", id: "no-authorizer" },
+    return h("div", { class: "caution", role: "status", id: "no-authorizer" },
       h("strong", {}, "No authorizer is configured on this cluster: "),
       "its brokers run without ACLs (authorizer.class.name is not set), so every client may do everything and there are no ACLs to list or change.");
   }

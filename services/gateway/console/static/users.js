@@ -72,7 +72,7 @@ function passwordForm(outcome) {
   };
   const section = h("section", { "aria-labelledby": "password-title" },
     h("h2", { id: "password-title" }, "Set a password"),
-    h("p", { class: "muted" }, "Creates the user's credential or replaces it; the gateway salts the password as Kafka's admin client does, and stores only keys derived from it."),
+    h("p", { class: "muted" }, "Creates the user's credential or replaces it. The gateway salts the password as Kafka's admin client does; the brokers keep only keys derived from it, never the password."),
     h("form", { class: "inline", onsubmit: submit },
       field("User name", user), field("Mechanism", mechanism), field("Iterations", iterations),
       field("New password", password), field("New password again", again),
