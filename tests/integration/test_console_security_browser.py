@@ -29,7 +29,6 @@ import pytest
 from kazoo.client import KazooClient
 
 from pafka.admin.acls import add_acls
-from pafka.admin.scram_users import alter_user, upsert
 from pafka.local.cluster import LocalCluster
 from pafka.local.zookeeper import ZooKeeperServer
 from pafka.security.acls import (
@@ -42,10 +41,10 @@ from pafka.security.acls import (
     ResourceType,
 )
 from pafka.security.principal import KafkaPrincipal
-from pafka.security.scram_credentials import ScramCredential
-from tests.integration.chromium import headless_chromium
+from tests.integration.chromium import browser_fixture, screenshots_fixture
 from tests.integration.console_page import WAIT_MS, console, row
 from tests.integration.gateway_process import gateway_process
+from tests.integration.secure_cluster import add_scram_user
 
 MECHANISM = "SCRAM-SHA-512"
 PASSWORDS = {"admin": "admin-secret", "carol": "carol-secret"}
@@ -86,11 +85,10 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     zk = ZooKeeperServer(Path(tmp_path_factory.mktemp("console-sec-zk")))
     zk.start()
     try:
+        for user, password in PASSWORDS.items():
+            add_scram_user(zk.connect_string, user, MECHANISM, password)
         client = KazooClient(hosts=zk.connect_string)
         client.start(timeout=15)
-        for user, password in PASSWORDS.items():
-            credential = ScramCredential.from_password(MECHANISM, password)
-            alter_user(client, user, upsert(MECHANISM, credential))
         add_acls(client, CAROL_ACLS)
         client.stop()
         client.close()
@@ -130,17 +128,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
         zk.stop()
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with headless_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("console-security-screenshots")
-    print(f"console screenshots: {folder}")
-    return folder
+chromium = browser_fixture()
+shots = screenshots_fixture("console-security-screenshots")
 
 
 def sign_in_basic(page: Any, user: str, password: str) -> None:
