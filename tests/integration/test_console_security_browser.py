@@ -136,6 +136,7 @@ def sign_in_basic(page: Any, user: str, password: str) -> None:
     dialog = page.get_by_role("dialog", name="Credentials needed")
     dialog.wait_for(timeout=WAIT_MS)
     dialog.get_by_label("User and password").check()
+    assert not dialog.get_by_label("Token", exact=True).is_visible()
     dialog.get_by_label("User", exact=True).fill(user)
     dialog.get_by_label("Password", exact=True).fill(password)
     dialog.get_by_role("button", name="Sign in").click()
