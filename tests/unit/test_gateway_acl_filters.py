@@ -32,6 +32,7 @@ from services.gateway.acl_filters import (
     binding_filter,
     rest_fields,
 )
+from services.gateway.rest_acls import ALL_TOPICS_TOKEN, RULES, Need, Source
 
 NAMES = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20)
 BINDINGS = st.builds(
@@ -128,3 +129,16 @@ def test_a_creation_reads_as_kafkas_binding() -> None:
         ResourcePattern(ResourceType.TOPIC, "orders", PatternType.LITERAL),
         AccessControlEntry(KafkaPrincipal.user("alice"), "*", Operation.READ, PermissionType.ALLOW),
     )
+
+
+def test_acls_and_users_need_the_cluster_as_kafkas_apis_and_a_token_for_every_topic() -> None:
+    security = {
+        key: needs
+        for key, needs in RULES.items()
+        if "/acls" in key[1] or "/user-scram-credentials" in key[1]
+    }
+    assert len(security) == 7
+    for (method, path), needs in security.items():
+        wanted = Operation.DESCRIBE if method == "GET" else Operation.ALTER
+        assert needs == (Need(wanted, ResourceType.CLUSTER, Source.CLUSTER),), (method, path)
+    assert set(security) == ALL_TOPICS_TOKEN
