@@ -289,7 +289,8 @@ def test_an_admin_manages_acls_and_passwords_through_the_ui(
         assert page.locator("tbody tr").count() == 1
         page.screenshot(path=shots / "acls.png", full_page=True)
 
-        row(page, f"User:{dave}").get_by_role("button", name="Delete…").click()
+        delete = f"Delete the ACL: ALLOW User:{dave} from * to WRITE TOPIC {OPEN_TOPIC}"
+        page.get_by_role("button", name=delete).click()
         page.get_by_label(f"Type User:{dave} to confirm").fill(f"User:{dave}")
         page.screenshot(path=shots / "acl-delete-confirmation.png")
         page.locator("#confirm-ok").click()

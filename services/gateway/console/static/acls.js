@@ -50,7 +50,7 @@ export async function render(main, { params, stillCurrent }) {
     ], found.data.map((acl) => [
       acl.resource_type, acl.resource_name, acl.pattern_type, acl.principal, acl.host, acl.operation,
       h("span", { class: acl.permission === "DENY" ? "bad" : "ok" }, acl.permission),
-      h("button", { type: "button", class: "danger", onclick: () => remove(acl, outcome) }, "Delete…"),
+      h("button", { type: "button", class: "danger", "aria-label": `Delete the ACL: ${describe(acl)}`, onclick: () => remove(acl, outcome) }, "Delete…"),
     ])));
 }
 
@@ -81,8 +81,12 @@ function searchForm(params) {
     h("a", { href: "#/acls" }, "Clear filter"));
 }
 
+function describe(acl) {
+  return `${acl.permission} ${acl.principal} from ${acl.host} to ${acl.operation} ${acl.resource_type} ${acl.resource_name} (${acl.pattern_type})`;
+}
+
 async function remove(acl, outcome) {
-  const what = `${acl.permission} ${acl.principal} from ${acl.host} to ${acl.operation} ${acl.resource_type} ${acl.resource_name} (${acl.pattern_type})`;
+  const what = describe(acl);
   if (!(await confirmTyped(`Delete the ACL: ${what}?`, acl.principal))) return;
   const query = new URLSearchParams();
   for (const name of FIELDS) query.set(name, acl[name]);
