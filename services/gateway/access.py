@@ -44,6 +44,7 @@ from pafka.zk.znodes import EntityConfigZNode, entity_config_path
 from services.gateway import auth
 from services.gateway.errors import FORBIDDEN, UNAUTHORIZED
 from services.gateway.rest_acls import (
+    ALL_TOPICS_TOKEN,
     FILTERED,
     GROUP_PARAMS,
     RULES,
@@ -121,6 +122,8 @@ def request_guard(
         if acl is not None and acl.enabled:
             await _authorize(request, template, principal, acl)
         elif grant is not None:
+            if (request.method, template) in ALL_TOPICS_TOKEN and not grant.all_topics:
+                raise RestError(FORBIDDEN, "ACLs and users need a token for every topic (*)")
             await auth.check_grant(request, template, grant)
 
     return guard

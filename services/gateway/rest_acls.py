@@ -6,7 +6,9 @@ DESCRIBE (ListOffsets, Metadata); native group membership and v2 consumer instan
 the group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), their commits also READ on each topic
 (OffsetCommit) and their offset reads DESCRIBE on both (OffsetFetch); group descriptions are
 DESCRIBE on the group; creating a topic is CREATE on the cluster or on the topic (CreateTopics),
-deleting it DELETE, reading configs DESCRIBE_CONFIGS, adding partitions ALTER. Lists
+deleting it DELETE, reading configs DESCRIBE_CONFIGS, adding partitions ALTER; describing ACLs
+and SCRAM credentials is DESCRIBE on the cluster, changing them ALTER (DescribeAcls, CreateAcls,
+DeleteAcls, Describe/AlterUserScramCredentials). Lists
 (topics, groups) are filtered to what the principal may DESCRIBE, as Metadata and ListGroups
 are, and a group's offsets and lags to the topics the principal may DESCRIBE, as OffsetFetch
 answers; cluster and broker descriptions need nothing, as in Kafka.
@@ -49,7 +51,11 @@ _MEMBER = (Need(R, GROUP, S.GROUP_PATH),)
 _MEMBER_ON_TOPICS = (Need(R, GROUP, S.GROUP_PATH), Need(R, TOPIC, S.BODY_TOPICS))
 _DESCRIBE_GROUP = (Need(D, GROUP, S.GROUP_PATH),)
 
+_DESCRIBE_CLUSTER = (Need(D, CLUSTER, S.CLUSTER),)
+_ALTER_CLUSTER = (Need(Operation.ALTER, CLUSTER, S.CLUSTER),)
+
 INSTANCE = "/consumers/{group}/instances/{instance}"
+V3_CLUSTER = "/v3/clusters/{cluster_id}"
 V3_TOPIC = "/v3/clusters/{cluster_id}/topics/{topic_name}"
 V3_GROUP = "/v3/clusters/{cluster_id}/consumer-groups/{group_id}"
 
@@ -117,7 +123,23 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
     ("POST", f"{V3_TOPIC}/configs:alter"): (
         Need(Operation.ALTER_CONFIGS, TOPIC, S.TOPIC_PATH),  # IncrementalAlterConfigs
     ),
+    # ACLs and SCRAM users (routers/acls.py, routers/scram_users.py): DescribeAcls and
+    # DescribeUserScramCredentials need DESCRIBE on the cluster, their changes ALTER.
+    ("GET", f"{V3_CLUSTER}/acls"): _DESCRIBE_CLUSTER,
+    ("POST", f"{V3_CLUSTER}/acls"): _ALTER_CLUSTER,
+    ("DELETE", f"{V3_CLUSTER}/acls"): _ALTER_CLUSTER,
+    ("GET", f"{V3_CLUSTER}/user-scram-credentials"): _DESCRIBE_CLUSTER,
+    ("GET", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _DESCRIBE_CLUSTER,
+    ("PUT", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
+    ("DELETE", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
 }
+# Without an authorizer, a token given topic globs (auth.py) names no right on the cluster:
+# only a token for every topic (``*``) may see or change ACLs and users (a narrower one could
+# otherwise set any user's password and log in as that user).
+_SECURITY_PATHS = (f"{V3_CLUSTER}/acls", f"{V3_CLUSTER}/user-scram-credentials")
+ALL_TOPICS_TOKEN: frozenset[tuple[str, str]] = frozenset(
+    key for key in RULES if key[1].startswith(_SECURITY_PATHS)
+)
 # Lists answer only what the principal may DESCRIBE (filtered by the routes themselves).
 FILTERED: dict[tuple[str, str], ResourceType] = {
     ("GET", "/topics"): TOPIC,

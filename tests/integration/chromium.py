@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,3 +45,28 @@ def headless_chromium() -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def browser_fixture() -> Any:
+    """A module's ``chromium`` fixture (one browser for the module): ``chromium =
+    browser_fixture()`` in the test module."""
+
+    @pytest.fixture(scope="module", name="chromium")
+    def chromium() -> Iterator[Any]:
+        with headless_chromium() as browser:
+            yield browser
+
+    return chromium
+
+
+def screenshots_fixture(folder: str) -> Any:
+    """A module's ``shots`` fixture: a folder under the run's temporary folder, its path
+    printed (``-s``) so the screenshots can be opened."""
+
+    @pytest.fixture(scope="module", name="shots")
+    def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        made = tmp_path_factory.mktemp(folder)
+        print(f"console screenshots: {made}")
+        return made
+
+    return shots

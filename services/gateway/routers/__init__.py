@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from services.gateway.routers import admin, admin_groups, consumers, groups, records, topics
+from services.gateway.routers import (
+    acls,
+    admin,
+    admin_groups,
+    consumers,
+    groups,
+    records,
+    scram_users,
+    topics,
+)
 
 ROUTERS: list[APIRouter] = [
     records.router,
@@ -16,4 +25,6 @@ ROUTERS: list[APIRouter] = [
     consumers.router,
     admin.router,
     admin_groups.router,
+    acls.router,
+    scram_users.router,
 ]

@@ -7,8 +7,10 @@ import * as topic from "./topic.js";
 import * as messages from "./messages.js";
 import * as groups from "./groups.js";
 import * as group from "./group.js";
+import * as acls from "./acls.js";
+import * as users from "./users.js";
 
-const PAGES = { overview, topics, topic, messages, groups, group };
+const PAGES = { overview, topics, topic, messages, groups, group, acls, users };
 const NAV = { topic: "topics", group: "groups" };
 let current = null;
 let generation = 0;
