@@ -8,6 +8,10 @@ any invalid part (an empty name: UNACCEPTABLE_CREDENTIAL; an unknown mechanism:
 UNSUPPORTED_SASL_MECHANISM; iterations outside 4096..16384: UNACCEPTABLE_CREDENTIAL), a
 mechanism named twice (DUPLICATE_RESOURCE) or a deletion of a credential it lacks
 (RESOURCE_NOT_FOUND) changes nothing; the other users' changes are each one ZooKeeper write.
+
+With an authorizer, describing needs DESCRIBE on the cluster and altering ALTER on it, as in
+Kafka: anyone else gets CLUSTER_AUTHORIZATION_FAILED (for the whole request, or for every user
+named), so no client may read which users exist or set another user's password.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 from pafka.admin import scram_users
 from pafka.errors import (
+    ClusterAuthorizationFailedError,
     DuplicateResourceError,
     PafkaError,
     ResourceNotFoundError,
@@ -25,12 +30,14 @@ from pafka.errors import (
     UnsupportedSaslMechanismError,
 )
 from pafka.protocol.messages import response_class
+from pafka.security.acls import Operation
 from pafka.security.scram_credentials import (
     MAX_ITERATIONS,
     MECHANISM_TYPES,
     MIN_ITERATIONS,
     ScramCredential,
 )
+from services.broker.handlers.authorization import cluster_allowed
 from services.broker.handlers.context import RequestContext
 
 MECHANISM_CODES = {name: code for code, name in MECHANISM_TYPES.items()}
@@ -98,7 +105,11 @@ def _changes(user: str, deletions: list[Any], upsertions: list[Any]) -> scram_us
 async def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
     deletions, upsertions = list(request.deletions or []), list(request.upsertions or [])
-    refused = refusals(deletions, upsertions)
+    if cluster_allowed(ctx, Operation.ALTER):
+        refused = refusals(deletions, upsertions)
+    else:
+        denied = ClusterAuthorizationFailedError("Cluster authorization failed.")
+        refused = {item.name: denied for item in [*deletions, *upsertions]}
     outcome: dict[str, PafkaError | None] = dict(refused)
     users = dict.fromkeys(item.name for item in [*deletions, *upsertions])
     zk = ctx.broker.zk
@@ -181,14 +192,19 @@ async def _describe(ctx: RequestContext, cls: Any, wanted: list[str]) -> list[An
 
 async def handle_describe_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ctx.api_key, ctx.api_version)
+    wanted = [u.name for u in request.users or []]
     try:
-        results = await _describe(ctx, cls, [u.name for u in request.users or []])
+        if not cluster_allowed(ctx, Operation.DESCRIBE):
+            raise ClusterAuthorizationFailedError("Cluster authorization failed.")
+        results = await _describe(ctx, cls, wanted)
     except PafkaError as exc:
+        # As Kafka answers a refused request: the error, and again for each user asked (a
+        # client that pairs users with results finds every one of them).
         return cls(
             throttle_time_ms=0,
             error_code=ctx.error(exc.code),
             error_message=exc.message,
-            results=[],
+            results=[_failed(cls, "", exc.code, exc.message) for _ in wanted],
         )
     for result in results:
         ctx.error(result.error_code)
