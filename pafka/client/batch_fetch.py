@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pafka.client.cluster import ClusterClient, PartitionLeader
 from pafka.client.fetcher import (
     FETCH_VERSION,
-    _on_leader,
-    _out_of_range,
-    _raise_for,
     fetch_request,
+    on_leader,
+    out_of_range,
+    raise_for_partition,
     send_fetch,
 )
 from pafka.client.isolation import (
@@ -130,7 +130,7 @@ async def fetch_batches(
                 cluster, topic, partition, position, max_bytes, wait_ms, isolation
             )
         except OffsetOutOfRangeError:
-            raise await _out_of_range(cluster, topic, partition, position) from None
+            raise await out_of_range(cluster, topic, partition, position) from None
         end = _end(answer, isolation)
         chunks, next_offset = select_batches(
             answer.records,
@@ -170,11 +170,11 @@ async def _fetch_raw(
     async def attempt(leader: PartitionLeader) -> PartitionAnswer:
         body = fetch_request(topic, partition, offset, leader, max_bytes, wait_ms, isolation)
         frame = memoryview(await send_fetch(cluster, leader.leader, body, wait_ms, raw=True))
-        _raise_for(fetch_answer.session_error(frame), topic, partition)
+        raise_for_partition(fetch_answer.session_error(frame), topic, partition)
         found = fetch_answer.find_partition(frame, topic, partition)
         if found is None:
             raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the Fetch response")
-        _raise_for(found.error_code, topic, partition)
+        raise_for_partition(found.error_code, topic, partition)
         return found
 
-    return await _on_leader(cluster, topic, partition, attempt)
+    return await on_leader(cluster, topic, partition, attempt)

@@ -97,7 +97,7 @@ async def _partition(
     return found
 
 
-async def _on_leader(
+async def on_leader(
     cluster: ClusterClient,
     topic: str,
     partition: int,
@@ -117,7 +117,8 @@ async def _on_leader(
     raise AssertionError("unreachable")
 
 
-def _raise_for(code: int, topic: str, partition: int) -> None:
+def raise_for_partition(code: int, topic: str, partition: int) -> None:
+    """Raise the error a partition's answer carries, naming the partition."""
     if code:
         error: KafkaApiError = for_code(code)
         raise for_code(code, f"{topic}-{partition}: {error.message}")
@@ -168,7 +169,7 @@ async def fetch(
         except OffsetOutOfRangeError:
             if records:  # the log was cut under this read: answer with what it has
                 return result(position)
-            raise await _out_of_range(cluster, topic, partition, position) from None
+            raise await out_of_range(cluster, topic, partition, position) from None
         data, end = answer.data, answer.end(isolation)
         if records and len(data) > ask:  # one batch above what is left: for the next read
             return result(position)
@@ -222,7 +223,7 @@ async def _fetch_once(
         for t in response.responses:
             for p in t.partitions:
                 if t.topic == topic and p.partition_index == partition:
-                    _raise_for(p.error_code, topic, partition)
+                    raise_for_partition(p.error_code, topic, partition)
                     return _Answer(
                         bytes(p.records or b""),
                         p.high_watermark,
@@ -235,7 +236,7 @@ async def _fetch_once(
                     )
         raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the Fetch response")
 
-    return await _on_leader(cluster, topic, partition, attempt)
+    return await on_leader(cluster, topic, partition, attempt)
 
 
 def fetch_request(
@@ -294,9 +295,10 @@ async def send_fetch(
         )
 
 
-async def _out_of_range(
+async def out_of_range(
     cluster: ClusterClient, topic: str, partition: int, offset: int
 ) -> OffsetOutOfRangeError:
+    """The error for a read at ``offset`` outside the partition, naming its readable range."""
     try:
         beginning, end = await offsets(cluster, topic, partition)
     except PafkaError:
@@ -351,8 +353,8 @@ async def _list_offset(
         for t in response.topics:
             for p in t.partitions:
                 if t.name == topic and p.partition_index == partition:
-                    _raise_for(p.error_code, topic, partition)
+                    raise_for_partition(p.error_code, topic, partition)
                     return int(p.offset)
         raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the ListOffsets answer")
 
-    return await _on_leader(cluster, topic, partition, attempt)
+    return await on_leader(cluster, topic, partition, attempt)

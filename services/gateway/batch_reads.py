@@ -81,8 +81,8 @@ async def read_batches(
         # A batch read is for bulk readers: the JSON read's record cap does not apply, only
         # the byte cap of one Fetch.
         max_records=max_records,
-        max_bytes=min(max_bytes or settings.max_fetch_bytes, settings.max_fetch_bytes),
-        max_wait_ms=min(timeout_ms, settings.max_poll_ms),
+        max_bytes=settings.read_bytes(max_bytes),
+        max_wait_ms=settings.read_wait_ms(timeout_ms),
         isolation=IsolationLevel.parse(isolation),
     )
     headers = {

@@ -67,6 +67,14 @@ class GatewaySettings:
     authorizer: str = ""
     acl: AuthorizerConfig = field(default_factory=AuthorizerConfig)
 
+    def read_bytes(self, asked: int | None) -> int:
+        """A read's byte cap: what the caller asked for, never above ``max_fetch_bytes``."""
+        return min(asked or self.max_fetch_bytes, self.max_fetch_bytes)
+
+    def read_wait_ms(self, asked: int) -> int:
+        """How long a read may wait for a first record: as asked, never above ``max_poll_ms``."""
+        return min(asked, self.max_poll_ms)
+
     def bootstrap_addresses(self) -> list[tuple[str, int]]:
         found = []
         for item in (self.bootstrap or "").split(","):

@@ -357,8 +357,8 @@ async def read_records(
         partition,
         offset,
         max_records=min(max_records, settings.max_records_per_request),
-        max_bytes=min(max_bytes or settings.max_fetch_bytes, settings.max_fetch_bytes),
-        max_wait_ms=min(timeout_ms, settings.max_poll_ms),
+        max_bytes=settings.read_bytes(max_bytes),
+        max_wait_ms=settings.read_wait_ms(timeout_ms),
         isolation=IsolationLevel.parse(isolation),
     )
     if lines:
