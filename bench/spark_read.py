@@ -10,7 +10,9 @@ librdkafka; then the same records are read back
 * by one thread through the gateway's range endpoint with httpx (what one Spark task does,
   without Spark), in JSON (binary format, base64 values) and in the record-batch format
   (``application/vnd.pafka.batches``, decoded into Arrow as the connector does);
-* by Spark (``local[--cores]``), one task per partition, every value materialized
+* by Spark (``local[--cores]``), ``minPartitions`` = ``--cores`` x ``--tasks-per-core`` (2 by
+  default: Spark's tuning guide advises 2 to 3 tasks per core, and 3 partitions on 2 cores
+  would leave one core idle while the third task runs), every value materialized
   (``sum(length(value))``): first as the connector read before the batch format (JSON pages of
   ``maxRecordsPerRequest`` records, a data source defined here), then with ``format("pafka")``
   (the batch format). The first Spark read starts the Python workers and is reported apart
@@ -134,7 +136,13 @@ def json_source() -> type:
 
 
 def spark_reads(
-    gateway: str, topic: str, partitions: int, records: int, cores: int, rounds: int
+    gateway: str,
+    topic: str,
+    partitions: int,
+    records: int,
+    cores: int,
+    rounds: int,
+    min_partitions: int,
 ) -> tuple[list[tuple[Phase, Phase]], Phase]:
     """(first and best read of each format: JSON pages, then record batches; the best read of
     one record per partition in the batch format, Spark's and the connector's cost per query)."""
@@ -160,7 +168,7 @@ def spark_reads(
             spark.read.format(fmt)
             .option("gateway", gateway)
             .option("subscribe", topic)
-            .option("minPartitions", str(cores))
+            .option("minPartitions", str(min_partitions))
             .option("endingOffsets", ending)
             .load()
         )
@@ -191,6 +199,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--tasks-per-core", type=int, default=2, help="minPartitions = cores x this"
+    )
     args = parser.parse_args()
 
     from pafka.local.cluster import LocalCluster
@@ -212,9 +223,15 @@ def main() -> None:
         batches = gateway_batch_read(gateway, topic, parts, args.records)
         print(batches.line(parts), "(one thread, REST range reads, batches to Arrow)", flush=True)
         ((json_first, json_best), (first, best)), tiny = spark_reads(
-            gateway, topic, parts, args.records, args.cores, args.rounds
+            gateway,
+            topic,
+            parts,
+            args.records,
+            args.cores,
+            args.rounds,
+            args.cores * args.tasks_per_core,
         )
-        cores = f"local[{args.cores}]"
+        cores = f"local[{args.cores}], minPartitions {args.cores * args.tasks_per_core}"
         print(json_first.line(parts), f"(JSON pages, first read, {cores}, workers starting)")
         print(json_best.line(parts), f"(JSON pages, as before, best of {args.rounds})")
         print(first.line(parts), f"(record batches, first read, {cores})")
