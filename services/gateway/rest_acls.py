@@ -132,6 +132,8 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
     ("GET", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _DESCRIBE_CLUSTER,
     ("PUT", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
     ("DELETE", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
+    ("GET", f"{V3_TOPIC}/offsets-for-times"): _DESCRIBE_TOPIC,  # ListOffsets by timestamp
+    ("GET", f"{V3_TOPIC}/partitions/{{partition_id}}/record-search"): _READ_TOPIC,  # Fetch
 }
 # Without an authorizer, a token given topic globs (auth.py) names no right on the cluster:
 # only a token for every topic (``*``) may see or change ACLs and users (a narrower one could
