@@ -13,6 +13,10 @@ One browser for the module; the module adds about 15 s to a run.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +27,8 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.integration.chromium import headless_chromium
-from tests.integration.console_page import WAIT_MS, console, row
+from tests.integration.console_page import WAIT_MS, console, row, sign_in
+from tests.integration.gateway_process import gateway_process
 
 # 2026-03-01 12:00:00 UTC; record n is written at T0 + n minutes.
 T0_MS = 1_772_366_400_000
@@ -169,6 +174,113 @@ def test_the_gateway_searches_the_partition_a_bounded_scan_at_a_time(
         assert offsets_shown(page, found) == [str(n) for n in (2, *range(20, 30))]
 
 
-def cluster_id(base_url: str) -> str:
-    listing = httpx.get(f"{base_url}/v3/clusters", timeout=30).json()
+def test_topic_sizes_on_the_topics_list_and_the_topic_page(
+    cluster: Any, chromium: Any, shots: Path
+) -> None:
+    base_url = cluster.gateways[0]
+    topic = f"console-size-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=2, replication_factor=2)
+    records = [{"value": {"n": n, "pad": "x" * 200}, "partition": 0} for n in range(20)]
+    produced = httpx.post(f"{base_url}/topics/{topic}", json={"records": records}, timeout=30)
+    assert produced.status_code == 200, produced.text
+    views = f"{base_url}/v3/clusters/{cluster_id(base_url)}"
+    sizes = httpx.get(f"{views}/topics/{topic}/partition-sizes", timeout=30).json()
+    first, second = sizes["data"]
+    assert first["size_bytes"] > 20 * 200 and second["size_bytes"] == 0, sizes
+    assert len(first["replicas"]) == 2
+    assert first["leader_id"] == cluster.partition_state(topic, 0).leader
+    assert sizes["size_bytes"] == first["size_bytes"]
+    assert sizes["replicas_size_bytes"] >= sizes["size_bytes"]
+    listed = httpx.get(f"{views}/topic-sizes", params={"topic_name": [topic]}, timeout=30).json()
+    assert listed["data"][0]["size_bytes"] == first["size_bytes"], listed
+
+    with console(chromium, base_url) as browser:
+        page = browser.open(f"/topics?q={topic}")
+        found = row(page, topic)
+        size = found.locator("td").nth(5)
+        size.filter(has_text="KiB").wait_for(timeout=WAIT_MS)
+        shown = size.inner_text()
+        page.screenshot(path=shots / "topics-sizes.png", full_page=True)
+
+        found.get_by_role("link", name=topic).click()
+        summary = page.locator("#topic-size")
+        summary.filter(has_text="with every replica").wait_for(timeout=WAIT_MS)
+        assert summary.inner_text().startswith(f"Size: {shown} (")
+        cells = page.locator("#partitions-title ~ .scroll tbody tr").nth(0).locator("td")
+        assert cells.nth(6).inner_text() == shown
+        replicas = cells.nth(7).inner_text().split(", ")
+        assert len(replicas) == 2 and all(": " in r for r in replicas), replicas
+        page.screenshot(path=shots / "topic-sizes.png", full_page=True)
+
+
+ALICE_TOKEN = "console-sizes-alice"
+
+
+@pytest.fixture(scope="module")
+def acl_gateway(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A gateway of its own over the shared cluster deciding by the ACLs in ZooKeeper, its one
+    token standing for User:console-alice."""
+    env = {
+        "PAFKA_GATEWAY_AUTHORIZER": "acl",
+        "PAFKA_GATEWAY_TOKENS": f"{ALICE_TOKEN} User:console-alice",
+    }
+    with gateway_process(cluster.zk_connect, tmp_path_factory.mktemp("console-acl-gw"), env) as url:
+        yield url
+
+
+def acls(cluster: Any, *args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pafka.cli.main", "acls", *args, "--zookeeper", cluster.zk_connect],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_without_describe_on_the_cluster_sizes_say_not_permitted(
+    cluster: Any, chromium: Any, acl_gateway: str, shots: Path
+) -> None:
+    topic = f"console-nosize-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    grants = ["--allow-principal", "User:console-alice", "--topic", topic]
+    for operation in ("Describe", "DescribeConfigs"):
+        acls(cluster, "add", *grants, "--operation", operation)
+    try:
+        # The gateway learns of new ACLs from their change notification: wait for it.
+        described = (
+            f"{acl_gateway}/v3/clusters/{cluster_id(acl_gateway, ALICE_TOKEN)}/topics/{topic}"
+        )
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while httpx.get(described, headers=bearer(ALICE_TOKEN), timeout=30).status_code != 200:
+            assert time.monotonic() < deadline, "the gateway never applied the new ACLs"
+            time.sleep(0.1)
+        # The two refusals: the list's sizes and the topic page's (DescribeLogDirs needs
+        # DESCRIBE on the cluster); every other call of both pages succeeds.
+        with console(chromium, acl_gateway, failing=(401, 403, 403)) as browser:
+            page = browser.open("/topics")
+            sign_in(page, ALICE_TOKEN)
+            found = row(page, topic)
+            found.locator("td").nth(5).filter(has_text="not permitted").wait_for(timeout=WAIT_MS)
+            assert page.locator("tbody tr").count() == 1  # only the topic it may describe
+            found.get_by_role("link", name=topic).click()
+            page.locator("#topic-size", has_text="Size: not permitted").wait_for(timeout=WAIT_MS)
+            cells = page.locator("#partitions-title ~ .scroll tbody tr").first.locator("td")
+            assert cells.nth(6).inner_text() == "not permitted"
+            assert cells.nth(4).inner_text() == "0"  # the rest of the page is there
+            page.locator("#configs-title ~ .scroll tbody tr").first.wait_for(timeout=WAIT_MS)
+            assert page.locator(".refusal, .error").count() == 0
+            page.screenshot(path=shots / "topic-size-not-permitted.png", full_page=True)
+    finally:
+        for operation in ("Describe", "DescribeConfigs"):
+            acls(cluster, "remove", *grants, "--operation", operation, "--force")
+
+
+def bearer(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def cluster_id(base_url: str, token: str | None = None) -> str:
+    listing = httpx.get(f"{base_url}/v3/clusters", headers=bearer(token), timeout=30).json()
     return str(listing["data"][0]["cluster_id"])

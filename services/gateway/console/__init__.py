@@ -7,7 +7,7 @@ step), ``api.py`` the few read-only REST views the pages need that the v3 API la
 ``throughput.py`` the brokers' traffic counters from their own metrics, ``summaries.py`` the
 views' pure arithmetic, ``offsets_for_times.py`` where a time falls in a topic's partitions,
 ``record_search.py`` a bounded server-side search of a partition (its walk, pure, in
-``record_scan.py``).
+``record_scan.py``), ``log_sizes.py`` topics' and partitions' size on disk (DescribeLogDirs).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from fastapi import APIRouter, FastAPI
 from services.gateway.console import (
     api,
     group_admin,
+    log_sizes,
     offsets_for_times,
     pages,
     record_search,
@@ -31,6 +32,7 @@ ROUTERS: list[APIRouter] = [
     group_admin.router,
     offsets_for_times.router,
     record_search.router,
+    log_sizes.router,
 ]
 
 
