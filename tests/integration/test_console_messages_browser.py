@@ -13,9 +13,6 @@ One browser for the module; the module adds about 15 s to a run.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +23,20 @@ import httpx
 import pytest
 from confluent_kafka import Producer
 
+from pafka.admin.acls import add_acls, remove_acls
+from pafka.security.acls import (
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    Operation,
+    PatternType,
+    PermissionType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
+from pafka.security.principal import KafkaPrincipal
 from tests.integration.chromium import headless_chromium
 from tests.integration.console_page import WAIT_MS, console, row, sign_in
 from tests.integration.gateway_process import gateway_process
@@ -228,25 +239,18 @@ def acl_gateway(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield url
 
 
-def acls(cluster: Any, *args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "pafka.cli.main", "acls", *args, "--zookeeper", cluster.zk_connect],
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def test_without_describe_on_the_cluster_sizes_say_not_permitted(
     cluster: Any, chromium: Any, acl_gateway: str, shots: Path
 ) -> None:
     topic = f"console-nosize-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(topic, partitions=1, replication_factor=1)
-    grants = ["--allow-principal", "User:console-alice", "--topic", topic]
-    for operation in ("Describe", "DescribeConfigs"):
-        acls(cluster, "add", *grants, "--operation", operation)
+    pattern = ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL)
+    alice = KafkaPrincipal.parse("User:console-alice")
+    grants = [
+        AclBinding(pattern, AccessControlEntry(alice, "*", operation, PermissionType.ALLOW))
+        for operation in (Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS)
+    ]
+    add_acls(cluster.zk, grants)
     try:
         # The gateway learns of new ACLs from their change notification: wait for it.
         described = (
@@ -273,8 +277,13 @@ def test_without_describe_on_the_cluster_sizes_say_not_permitted(
             assert page.locator(".refusal, .error").count() == 0
             page.screenshot(path=shots / "topic-size-not-permitted.png", full_page=True)
     finally:
-        for operation in ("Describe", "DescribeConfigs"):
-            acls(cluster, "remove", *grants, "--operation", operation, "--force")
+        remove_acls(
+            cluster.zk,
+            AclBindingFilter(
+                ResourcePatternFilter(ResourceType.TOPIC, topic, PatternType.LITERAL),
+                AccessControlEntryFilter(None, None, Operation.ANY, PermissionType.ANY),
+            ),
+        )
 
 
 def bearer(token: str | None) -> dict[str, str]:

@@ -18,13 +18,14 @@ export async function render(main, { params, stillCurrent }) {
   const search = h("input", { type: "search", name: "q", value: q, placeholder: "part of a name" });
   const results = h("section", { "aria-labelledby": "topics-found" });
   const deleted = params.get("deleted");
-  main.replaceChildren(
+  main.replaceChildren(...[
     h("h1", {}, "Topics"),
     deleted ? notice(`Topic ${deleted} deleted.`) : null,
     h("form", { class: "inline", role: "search", onsubmit: (e) => { e.preventDefault(); go(search.value.trim(), 0); } },
       field("Search topics", search), h("button", { type: "submit" }, "Search")),
     results,
-    createForm());
+    createForm(),
+  ].filter(Boolean));
   const found = await call("GET", `${await cluster()}/topic-search?q=${enc(q)}&offset=${offset}&limit=${PAGE}`);
   if (!stillCurrent()) return;
   results.replaceChildren(
