@@ -14,7 +14,9 @@ from services.gateway.console.record_scan import (
     Window,
     exhausted,
     next_window,
+    record_bytes,
     scan_window,
+    trim,
 )
 
 
@@ -76,6 +78,18 @@ def test_a_window_stops_just_past_the_last_match_wanted() -> None:
     assert (before.scanned, [r.offset for r in before.matches]) == (5, [15, 18])
 
 
+def test_a_window_too_large_is_cut_from_the_side_the_scan_comes_from() -> None:
+    records = [record(o, b"k", b"v" * 9) for o in range(10, 20)]  # 10 bytes each
+    assert record_bytes(record(0, b"ab", b"cde", (("h", b"xy"), ("n", None)))) == 9
+    forward = trim(Direction.FORWARD, Window(10, 20), records, 35)
+    assert forward[0] == Window(10, 13) and [r.offset for r in forward[1]] == [10, 11, 12]
+    backward = trim(Direction.BACKWARD, Window(10, 20), records, 35)
+    assert backward[0] == Window(17, 20) and [r.offset for r in backward[1]] == [17, 18, 19]
+    assert trim(Direction.FORWARD, Window(10, 20), records, 1000) == (Window(10, 20), records)
+    # One record always fits, however large.
+    assert trim(Direction.BACKWARD, Window(10, 20), records, 1)[0] == Window(19, 20)
+
+
 def search(
     log: list[FetchedRecord],
     log_start: int,
@@ -84,6 +98,7 @@ def search(
     record_filter: RecordFilter,
     cap: int,
     wanted: int,
+    max_bytes: int,
 ) -> tuple[list[int], int]:
     """Requests chained by their continuations until the log is exhausted, as the console's
     "Continue" does: the offsets found, and the requests made. Each request checks its cap."""
@@ -95,6 +110,7 @@ def search(
         budget, read, matches = cap, 0, 0
         while (window := next_window(direction, position, log_start, log_end, budget)) is not None:
             inside = [r for r in log if window.start <= r.offset < window.stop]
+            window, inside = trim(direction, window, inside, max_bytes)
             step = scan_window(direction, window, inside, record_filter, wanted - matches)
             found += [r.offset for r in step.matches]
             matches += len(step.matches)
@@ -115,15 +131,20 @@ def search(
     st.sampled_from(list(Direction)),
     st.integers(1, 2500),
     st.integers(1, 20),
+    st.integers(1, 60),
 )
 def test_continued_searches_find_every_match_once_in_order_within_each_cap(
-    offsets: set[int], start: int, direction: Direction, cap: int, wanted: int
+    offsets: set[int], start: int, direction: Direction, cap: int, wanted: int, max_bytes: int
 ) -> None:
-    # A log with gaps (compaction, markers): offsets from ``start``, every third a match.
-    log = [record(o, value=b"hit" if o % 3 == 0 else b"-") for o in sorted(offsets) if o >= start]
+    # A log with gaps (compaction, markers): offsets from ``start``, every third a match, of
+    # 1 to 9 bytes; windows cut to ``max_bytes``.
+    log = [
+        record(o, value=(b"hit" if o % 3 == 0 else b"-") + b"." * (o % 7))
+        for o in sorted(offsets)
+        if o >= start
+    ]
     log_end = max([start, *offsets]) + 1
-    found, _ = search(
-        log, start, log_end, direction, RecordFilter(value_contains=b"hit"), cap, wanted
-    )
+    hits = RecordFilter(value_contains=b"hit")
+    found, _ = search(log, start, log_end, direction, hits, cap, wanted, max_bytes)
     expected = [r.offset for r in log if r.offset % 3 == 0]
     assert found == (expected if direction is Direction.FORWARD else expected[::-1])

@@ -3,10 +3,13 @@ match, which offsets each step reads, and where a scan stops and the next one co
 
 A scan walks from an offset forward (towards the log end) or backward (towards the log start)
 in windows of at most ``WINDOW_OFFSETS`` offsets, each read oldest first and looked at in the
-scan's direction. The cap counts the offsets the windows span, not only the records found in
-them, so a request never reads more than the cap whatever gaps (compaction, transaction
-markers) the log has. A scan ends when the cap is spent, enough matches are found (the next
-scan continues just past the last match), or the log's start or end is reached.
+scan's direction. A window whose records take more than a window's bytes is cut (:func:`trim`)
+to what fits from the side the scan comes from, the rest left to the next window, so a step
+holds at most about ``WINDOW_BYTES`` of records however large they are. The cap counts the
+offsets the windows span, not only the records found in them, so a request never reads more
+than the cap whatever gaps (compaction, transaction markers) the log has. A scan ends when the
+cap is spent, enough matches are found (the next scan continues just past the last match), or
+the log's start or end is reached.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pafka.client.batch_reading import FetchedRecord
 
 # Offsets one step reads at most: the records of one window are held in memory at once.
 WINDOW_OFFSETS = 1000
+# Bytes of records (keys, values, headers) one step keeps at most (but always one record).
+WINDOW_BYTES = 8 * 1024 * 1024
 
 
 class Direction(enum.StrEnum):
@@ -82,6 +87,35 @@ def next_window(
         stop = min(position, log_end)
         start = max(log_start, stop - size)
     return Window(start, stop) if start < stop else None
+
+
+def record_bytes(record: FetchedRecord) -> int:
+    """What a record holds in memory beyond its fixed fields."""
+    headers = sum(len(name) + len(value or b"") for name, value in record.headers)
+    return len(record.key or b"") + len(record.value or b"") + headers
+
+
+def trim(
+    direction: Direction, window: Window, records: list[FetchedRecord], max_bytes: int
+) -> tuple[Window, list[FetchedRecord]]:
+    """The part of ``window`` one step keeps, with its records (oldest first): from the side
+    the scan comes from, records while they total at most ``max_bytes`` (at least one); the
+    window shrinks to them, and the next window starts where it now ends."""
+    ordered = records if direction is Direction.FORWARD else records[::-1]
+    kept: list[FetchedRecord] = []
+    total = 0
+    for record in ordered:
+        size = record_bytes(record)
+        if kept and total + size > max_bytes:
+            break
+        kept.append(record)
+        total += size
+    if len(kept) == len(records):
+        return window, records
+    if direction is Direction.FORWARD:
+        return Window(window.start, kept[-1].offset + 1), kept
+    kept.reverse()
+    return Window(kept[0].offset, window.stop), kept
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """``GET /v3/clusters/{id}/topics/{t}/partitions/{p}/record-search``: records of one partition
 whose key equals, value contains or header matches what is asked, searched by the gateway.
 
-A request scans from an offset, forward or backward, at most ``max_scanned`` offsets (so no
-request reads a whole 100 GB partition), and answers its matches with how far it got and where
-the next request continues; the console asks again when the person says "continue". Records
-are read with the gateway's own Fetch path (:func:`pafka.client.fetcher.fetch`, the range
-read's), as a read_uncommitted consumer sees them. The walk itself is
-:mod:`services.gateway.console.record_scan` (pure). Needs READ on the topic, as a record read
-(``rest_acls.py``).
+A request scans from an offset, forward or backward, at most ``max_scanned`` offsets and about
+``MAX_SCAN_BYTES`` of records (so no request reads a whole 100 GB partition), and answers its
+matches with how far it got and where the next request continues; the console asks again when
+the person says "continue". Records are read with the gateway's own Fetch path
+(:func:`pafka.client.fetcher.fetch`, the range read's), as a read_uncommitted consumer sees
+them. The walk itself is :mod:`services.gateway.console.record_scan` (pure). Needs READ on the
+topic, as a record read (``rest_acls.py``).
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ from pydantic import BaseModel, Field
 from pafka.client.batch_reading import FetchedRecord
 from pafka.client.fetcher import fetch, offsets
 from services.gateway.console.record_scan import (
+    WINDOW_BYTES,
     Direction,
     RecordFilter,
     Window,
     exhausted,
     next_window,
+    record_bytes,
     scan_window,
+    trim,
 )
 from services.gateway.context import Ctx, GatewayContext
 from services.gateway.topic_metadata import partition_state
@@ -37,6 +40,8 @@ DEFAULT_SCANNED = 10_000
 MAX_SCANNED = 100_000
 MAX_MATCHES = 500
 MAX_FILTER_BYTES = 4096
+# Bytes of records one request reads at most (whole windows: it may pass this by one window).
+MAX_SCAN_BYTES = 64 * 1024 * 1024
 
 
 class FoundHeader(BaseModel):
@@ -116,17 +121,18 @@ async def record_search(
     position = offset if offset is not None else (log_start if forward else log_end)
     # An offset outside the log starts at its nearer edge, as a reset consumer would.
     position = min(max(position, log_start), log_end)
-    budget, scanned, reached = max_scanned, 0, None
+    budget, bytes_left, scanned, reached = max_scanned, MAX_SCAN_BYTES, 0, None
     found: list[FetchedRecord] = []
     while (window := next_window(direction, position, log_start, log_end, budget)) is not None:
-        records = await _read(ctx, topic_name, partition_id, window)
+        window, records = await _read(ctx, topic_name, partition_id, direction, window)
         step = scan_window(direction, window, records, record_filter, max_matches - len(found))
         found += step.matches
         scanned += step.scanned
         budget -= window.size
+        bytes_left -= sum(record_bytes(r) for r in records)
         position = step.resume
         reached = position - 1 if forward else position
-        if step.full:
+        if step.full or bytes_left <= 0:
             break
     return RecordSearch(
         topic_name=topic_name,
@@ -143,10 +149,10 @@ async def record_search(
 
 
 async def _read(
-    ctx: GatewayContext, topic: str, partition: int, window: Window
-) -> list[FetchedRecord]:
+    ctx: GatewayContext, topic: str, partition: int, direction: Direction, window: Window
+) -> tuple[Window, list[FetchedRecord]]:
     """The records of ``window``, oldest first (several Fetches when they take more bytes
-    than one answer holds)."""
+    than one answer holds), the window cut to the records that fit a step (``trim``)."""
     records: list[FetchedRecord] = []
     at = window.start
     while at < window.stop:
@@ -159,11 +165,12 @@ async def _read(
             max_bytes=ctx.settings.max_fetch_bytes,
             max_wait_ms=0,
         )
-        records += got.records
+        records += [r for r in got.records if r.offset < window.stop]
+        window, records = trim(direction, window, records, WINDOW_BYTES)
         if got.next_offset <= at:
             break
         at = got.next_offset
-    return records
+    return window, records
 
 
 def _b64(data: bytes | None) -> str | None:
