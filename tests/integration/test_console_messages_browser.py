@@ -40,7 +40,7 @@ from pafka.security.acls import (
     ResourceType,
 )
 from pafka.security.principal import KafkaPrincipal
-from tests.integration.chromium import headless_chromium
+from tests.integration.chromium import browser_fixture, screenshots_fixture
 from tests.integration.console_page import WAIT_MS, console, row, sign_in
 from tests.integration.gateway_process import gateway_process
 
@@ -51,17 +51,8 @@ RECORDS = 30
 NEEDLES = (3, 17, 25)  # the records whose value holds "needle"
 
 
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with headless_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("console-messages-screenshots")
-    print(f"console screenshots: {folder}")
-    return folder
+chromium = browser_fixture()
+shots = screenshots_fixture("console-messages-screenshots")
 
 
 @pytest.fixture(scope="module")
