@@ -161,6 +161,15 @@ def test_the_gateway_searches_the_partition_a_bounded_scan_at_a_time(
         assert json.loads(hit.locator("td").nth(3).inner_text()) == {"n": 17, "note": "needle"}
         page.screenshot(path=shots / "messages-search.png", full_page=True)
 
+        # From an offset typed, newest first: that offset is the first looked at.
+        search.get_by_label("Start at offset").fill("17")
+        search.get_by_role("button", name="Search").click()
+        progress.filter(has_text="Scanned 10 records, up to offset 8; 1 found.").wait_for(
+            timeout=WAIT_MS
+        )
+        assert offsets_shown(page, found) == ["17"]
+        search.get_by_label("Start at offset").fill("")
+
         # Key equals (not contains), oldest first.
         search.get_by_label("Value contains", exact=True).fill("")
         search.get_by_label("Key equals").fill("k-1")

@@ -56,7 +56,9 @@ export function searchSection(topic, partition, mode) {
     }
     total = 0;
     found = null;
-    run(offset.value === "" ? null : Number(offset.value));
+    // The API's backward offset is the one below which it reads: the offset typed is included.
+    const backward = direction.value === "backward";
+    run(offset.value === "" ? null : Number(offset.value) + (backward ? 1 : 0));
   };
 
   return h("section", { "aria-labelledby": "search-title" },
