@@ -358,3 +358,16 @@ async def _list_offset(
         raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the ListOffsets answer")
 
     return await on_leader(cluster, topic, partition, attempt)
+
+
+async def offset_for_time(
+    cluster: ClusterClient, topic: str, partition: int, timestamp_ms: int
+) -> int | None:
+    """Kafka's ``offsetsForTimes`` for one partition: the first offset whose timestamp is at or
+    after ``timestamp_ms`` (ListOffsets with that timestamp), None when no record's is."""
+    if timestamp_ms < 0:
+        raise ValueError("a timestamp is >= 0 (negative ones name earliest and latest)")
+    found = await _list_offset(
+        cluster, topic, partition, timestamp_ms, IsolationLevel.READ_UNCOMMITTED
+    )
+    return None if found < 0 else found

@@ -11,7 +11,8 @@ and SCRAM credentials is DESCRIBE on the cluster, changing them ALTER (DescribeA
 DeleteAcls, Describe/AlterUserScramCredentials). Lists
 (topics, groups) are filtered to what the principal may DESCRIBE, as Metadata and ListGroups
 are, and a group's offsets and lags to the topics the principal may DESCRIBE, as OffsetFetch
-answers; cluster and broker descriptions need nothing, as in Kafka.
+answers; cluster and broker descriptions need nothing, as in Kafka, but sizes on disk need
+DESCRIBE on the cluster (DescribeLogDirs).
 """
 
 from __future__ import annotations
@@ -132,6 +133,11 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
     ("GET", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _DESCRIBE_CLUSTER,
     ("PUT", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
     ("DELETE", f"{V3_CLUSTER}/user-scram-credentials/{{user_name}}"): _ALTER_CLUSTER,
+    ("GET", f"{V3_TOPIC}/offsets-for-times"): _DESCRIBE_TOPIC,  # ListOffsets by timestamp
+    ("GET", f"{V3_TOPIC}/partitions/{{partition_id}}/record-search"): _READ_TOPIC,  # Fetch
+    # DescribeLogDirs: DESCRIBE on the cluster, whichever topics are asked.
+    ("GET", "/v3/clusters/{cluster_id}/topic-sizes"): _DESCRIBE_CLUSTER,
+    ("GET", f"{V3_TOPIC}/partition-sizes"): _DESCRIBE_CLUSTER,
 }
 # Without an authorizer, a token given topic globs (auth.py) names no right on the cluster:
 # only a token for every topic (``*``) may see or change ACLs and users (a narrower one could

@@ -5,20 +5,34 @@ step), ``api.py`` the few read-only REST views the pages need that the v3 API la
 ``group_admin.py`` deleting a group and resetting its offsets (with a dry run),
 ``topic_configs.py`` v3's configs:alter (the v3 API had no config write),
 ``throughput.py`` the brokers' traffic counters from their own metrics, ``summaries.py`` the
-views' pure arithmetic.
+views' pure arithmetic, ``offsets_for_times.py`` where a time falls in a topic's partitions,
+``record_search.py`` a bounded server-side search of a partition (its walk, pure, in
+``record_scan.py``), ``log_sizes.py`` topics' and partitions' size on disk (DescribeLogDirs).
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from services.gateway.console import api, group_admin, pages, throughput, topic_configs
+from services.gateway.console import (
+    api,
+    group_admin,
+    log_sizes,
+    offsets_for_times,
+    pages,
+    record_search,
+    throughput,
+    topic_configs,
+)
 
 ROUTERS: list[APIRouter] = [
     api.router,
     throughput.router,
     topic_configs.router,
     group_admin.router,
+    offsets_for_times.router,
+    record_search.router,
+    log_sizes.router,
 ]
 
 

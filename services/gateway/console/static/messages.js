@@ -1,34 +1,20 @@
 // Messages: browse one partition from an offset, newest or oldest first, filtered by key or
 // text, values shown as JSON or text with their headers; and produce a record.
-import { BINARY, call, enc } from "./api.js";
-import { failure, field, h, notice, table, when } from "./ui.js";
+import { BINARY, call, cluster, enc } from "./api.js";
+import { b64, recordsTable, text } from "./record_cells.js";
+import { searchSection } from "./message_search.js";
+import { failure, field, h, notice } from "./ui.js";
 
 const MAX_SHOWN = 500;
 
-const decoder = new TextDecoder("utf-8", { fatal: true });
-
-// base64 from the gateway to text, or null when it is not UTF-8.
-function text(b64) {
-  if (b64 === null || b64 === undefined) return null;
-  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-  try { return decoder.decode(bytes); } catch { return undefined; }
-}
-
-function b64(value) {
-  const bytes = new TextEncoder().encode(value);
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s);
-}
-
-function render_value(b64value, mode) {
-  if (b64value === null || b64value === undefined) return h("span", { class: "muted" }, "null");
-  const t = text(b64value);
-  if (t === undefined) return h("pre", { title: "not UTF-8: base64" }, b64value);
-  if (mode !== "text") {
-    try { return h("pre", { class: "json" }, JSON.stringify(JSON.parse(t), null, 2)); } catch { /* text */ }
-  }
-  return h("pre", {}, t);
+// The browser's time zone, as the time field is read in it: "Europe/Paris, UTC+01:00".
+export function zone(at = new Date()) {
+  const minutes = -at.getTimezoneOffset();
+  const sign = minutes < 0 ? "-" : "+";
+  const abs = Math.abs(minutes);
+  const offset = `UTC${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
+  const name = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  return name ? `${name}, ${offset}` : offset;
 }
 
 function go(form) {
@@ -42,7 +28,8 @@ export async function render(main, { params, stillCurrent }) {
   const partition = Math.max(0, Number(params.get("partition")) || 0);
   const order = params.get("order") === "oldest" ? "oldest" : "newest";
   const limit = Math.min(MAX_SHOWN, Math.max(1, Number(params.get("limit")) || 50));
-  const from = params.get("offset");
+  let from = params.get("offset");
+  const time = params.get("time") || "";
   const key = params.get("key") || "";
   const contains = params.get("text") || "";
   const mode = params.get("render") === "text" ? "text" : "json";
@@ -52,6 +39,8 @@ export async function render(main, { params, stillCurrent }) {
     field("Topic", h("input", { name: "topic", value: topic, required: true })),
     field("Partition", h("input", { name: "partition", type: "number", min: 0, value: partition })),
     field("From offset", h("input", { name: "offset", type: "number", min: 0, value: from ?? "", placeholder: order === "newest" ? "the end" : "the start" })),
+    field(`Or from time (${zone(time ? new Date(time) : new Date())})`,
+      h("input", { name: "time", type: "datetime-local", step: 1, value: time })),
     field("Order", sel("order", [["newest", "Newest first"], ["oldest", "Oldest first"]], order)),
     field("At most", h("input", { name: "limit", type: "number", min: 1, max: MAX_SHOWN, value: limit })),
     field("Key contains", h("input", { name: "key", value: key })),
@@ -59,16 +48,30 @@ export async function render(main, { params, stillCurrent }) {
     field("Show values as", sel("render", [["json", "JSON (if it parses)"], ["text", "Text"]], mode)),
     h("button", { type: "submit" }, "Browse"));
   const results = h("section", { "aria-labelledby": "records-title" });
-  main.replaceChildren(h("h1", {}, "Messages"), browse, results, produceForm(topic, partition));
+  const search = topic ? searchSection(topic, partition, mode) : null;
+  main.replaceChildren(...[h("h1", {}, "Messages"), browse, results, search, produceForm(topic, partition)].filter(Boolean));
   if (!topic) {
     results.replaceChildren(h("p", { class: "muted" }, "Choose a topic to browse."));
     return;
   }
   const path = `/topics/${enc(topic)}/partitions/${partition}`;
   const range = await call("GET", `${path}/offsets`);
+  // A time: the first offset at or after it (Kafka's offsetsForTimes), read oldest first
+  // from there; none that late: the log end.
+  let fromTime = null;
+  if (time) {
+    const at = new Date(time).getTime();
+    if (Number.isNaN(at)) {
+      results.replaceChildren(failure(new Error(`${time} is not a date and time`)));
+      return;
+    }
+    const found = await call("GET", `${await cluster()}/topics/${enc(topic)}/offsets-for-times?timestamp_ms=${at}&partition_id=${partition}`);
+    fromTime = found.data[0];
+    from = String(fromTime.offset);
+  }
   let start;
   let stop;
-  if (order === "newest") {
+  if (order === "newest" && fromTime === null) {
     stop = from === null ? range.end_offset : Math.min(range.end_offset, Number(from) + 1);
     start = Math.max(range.beginning_offset, stop - limit);
   } else {
@@ -85,16 +88,16 @@ export async function render(main, { params, stillCurrent }) {
   if (!stillCurrent()) return;
   if (order === "newest") records.reverse();
   const shown = records.filter((r) => matches(r, key, contains));
-  results.replaceChildren(
+  const timeNote = fromTime === null ? null : notice(fromTime.found
+    ? `The first record at or after ${time.replace("T", " ")} (${zone(new Date(time))}) is offset ${fromTime.offset}.`
+    : `No record at or after ${time.replace("T", " ")} (${zone(new Date(time))}): from the log end, offset ${fromTime.offset}.`);
+  results.replaceChildren(...[
     h("h2", { id: "records-title" }, `${topic} partition ${partition}`),
+    timeNote,
     h("p", { class: "muted" }, `Offsets ${start} to ${Math.max(start, stop - 1)} of ${range.beginning_offset}–${range.end_offset - 1}; `,
       `${shown.length} of ${records.length} records match.`),
-    table("Records", [
-      { title: "Offset", num: true }, { title: "Timestamp" }, { title: "Key" }, { title: "Value" }, { title: "Headers" },
-    ], shown.map((r) => [
-      String(r.offset), when(r.timestamp), render_value(r.key, "text"), render_value(r.value, mode),
-      h("ul", {}, (r.headers || []).map((hd) => h("li", {}, `${hd.name}: `, text(hd.value) ?? hd.value ?? "null"))),
-    ])));
+    recordsTable("Records", shown, mode),
+  ].filter(Boolean));
 }
 
 function matches(record, key, contains) {

@@ -1,6 +1,7 @@
 // One topic: partitions (replicas, leader, ISR with lagging replicas marked, log start and
 // end), configs, adding partitions, and deleting it once its name is typed again.
 import { call, cluster, enc } from "./api.js";
+import { NOT_PERMITTED, bytes, refused } from "./sizes.js";
 import { confirmTyped, failure, field, h, notice, pager, table } from "./ui.js";
 
 const PAGE = 100;
@@ -28,10 +29,11 @@ export async function render(main, { arg, params, stillCurrent }) {
   else {
     const p = parts.value;
     partitions.append(
+      h("p", { id: "topic-size" }, "Size: …"),
       table(`${p.total} partitions; replicas out of the ISR are marked lagging`, [
         { title: "Partition", num: true }, { title: "Leader", num: true }, { title: "Replicas" },
         { title: "In sync (ISR)" }, { title: "Log start", num: true }, { title: "Log end", num: true },
-        { title: "Messages" },
+        { title: "Size", num: true }, { title: "Replica sizes" }, { title: "Messages" },
       ], p.data.map((s) => [
         String(s.partition_id),
         s.leader_id === null ? h("span", { class: "bad" }, "offline") : String(s.leader_id),
@@ -39,6 +41,8 @@ export async function render(main, { arg, params, stillCurrent }) {
           ? h("span", { class: "lagging", title: "not in sync" }, `${r} (lagging)`) : String(r)])),
         s.isr_ids.join(", "),
         offsetText(s.log_start_offset), offsetText(s.log_end_offset),
+        h("span", { class: "size", "data-partition": s.partition_id }, "…"),
+        h("span", { class: "replica-sizes", "data-partition": s.partition_id }, "…"),
         h("a", { href: `#/messages?topic=${enc(name)}&partition=${s.partition_id}` }, "browse"),
       ])),
       pager(p.total, offset, PAGE, (next) => { location.hash = `#/topic/${enc(name)}?offset=${next}`; }));
@@ -52,6 +56,8 @@ export async function render(main, { arg, params, stillCurrent }) {
       h("span", { class: c.is_default ? "muted" : null }, c.source || (c.is_default ? "default" : "override")),
     ])), configForm(base, conf.value.data.filter((c) => !c.is_read_only), outcome));
   }
+  // Sizes once the partitions are shown (asked only when they could be read at all).
+  if (parts.status === "fulfilled") await fillSizes(partitions, `${base}/partition-sizes?offset=${offset}&limit=${PAGE}`, stillCurrent);
 }
 
 // Set one config, or reset it to the brokers' default (configs:alter, all or nothing).
@@ -79,6 +85,31 @@ function configForm(base, configs, outcome) {
     field("Config", name), field("Value", value),
     h("button", { type: "submit" }, "Set config"),
     h("button", { type: "button", class: "secondary", onclick: () => send("DELETE") }, "Reset to default"));
+}
+
+// The topic's size and, per partition, the leader replica's and every replica's, from
+// partition-sizes; "not permitted" without DESCRIBE on the cluster, the rest of the page as it is.
+async function fillSizes(partitions, path, stillCurrent) {
+  let summary;
+  let leader;
+  let replicas;
+  try {
+    const d = await call("GET", path);
+    const byId = new Map(d.data.map((p) => [String(p.partition_id), p]));
+    const unknown = d.unknown_replicas ? `; ${d.unknown_replicas} replicas did not report` : "";
+    summary = `Size: ${bytes(d.size_bytes)} (${bytes(d.replicas_size_bytes)} with every replica${unknown})`;
+    leader = (id) => bytes(byId.get(id)?.size_bytes ?? null);
+    replicas = (id) => (byId.get(id)?.replicas || []).map((r) => `${r.broker_id}: ${bytes(r.size_bytes)}`).join(", ");
+  } catch (error) {
+    const why = refused(error) ? NOT_PERMITTED : `unavailable (${error.message})`;
+    summary = `Size: ${why}`;
+    leader = () => why;
+    replicas = () => "–";
+  }
+  if (!stillCurrent()) return;
+  partitions.querySelector("#topic-size").textContent = summary;
+  for (const cell of partitions.querySelectorAll("span.size")) cell.textContent = leader(cell.dataset.partition);
+  for (const cell of partitions.querySelectorAll("span.replica-sizes")) cell.textContent = replicas(cell.dataset.partition);
 }
 
 function offsetText(offset) {
