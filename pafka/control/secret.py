@@ -1,7 +1,7 @@
 """The shared secret that authenticates the control APIs (controller ↔ brokers over HTTP).
 
 When a secret is configured, every request to a broker's or controller's HTTP port except the
-probes and the scrape (``/livez``, ``/readyz``, ``/metrics``) must carry
+probes and the scrape (``/livez``, ``/readyz``, ``/metrics``, ``/lag-history``) must carry
 ``Authorization: Bearer <secret>``; anything else is answered 401 before any handler runs, so
 it changes nothing. The comparison takes constant time. Without a secret nothing is checked,
 as before. The error body is the services' usual ``{"error_code", "message"}``, with Kafka's
@@ -17,7 +17,9 @@ from typing import Any
 
 from pafka.errors import ClusterAuthorizationFailedError
 
-OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics"})
+# The controller's record of groups' lag is open as the scrape is: it tells what /metrics does.
+LAG_HISTORY_PATH = "/lag-history"
+OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics", LAG_HISTORY_PATH})
 SCHEME = "bearer"
 
 Scope = MutableMapping[str, Any]

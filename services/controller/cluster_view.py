@@ -29,8 +29,10 @@ from pafka.client.cluster import ClusterClient
 from pafka.errors import PafkaError
 from pafka.security.client_security import PLAINTEXT_CLIENT, ClientSecurity
 from pafka.zk.client import ZkClient
+from pafka.zk.znodes import now_ms
 from services.controller.cluster_view_sources import GroupOffsets, log_offsets, read_groups
 from services.controller.context import ControllerContext, TopicPartition
+from services.controller.lag_history import LagHistory, total_lags
 
 log = logging.getLogger(__name__)
 
@@ -226,8 +228,11 @@ class ClusterView:
         interval_ms: int,
         request_timeout_ms: int,
         security: ClientSecurity = PLAINTEXT_CLIENT,
+        history: LagHistory | None = None,
     ) -> None:
         self.collector = ClusterViewCollector()
+        # Each group's total lag over time, recorded from the refreshes (lag_history.py).
+        self.history = history or LagHistory(window_ms=interval_ms, interval_ms=interval_ms)
         self._zk = zk
         self._context: ControllerContext | None = None
         self._interval_s = interval_ms / 1000
@@ -244,6 +249,7 @@ class ClusterView:
         """Stop exporting at once: a standby exports no cluster view."""
         self._context = None
         self.collector.snapshot = None
+        self.history.clear()
 
     async def run(self) -> None:
         while True:
@@ -278,6 +284,9 @@ class ClusterView:
             for p in begun.partitions
         )
         self.collector.snapshot = ClusterSnapshot(len(begun.brokers), partitions, groups)
+        ends = {(p.topic, p.partition): p.log_end_offset for p in partitions}
+        known = {tp: end for tp, end in ends.items() if end is not None}
+        self.history.record(now_ms(), total_lags(groups, known))
 
     async def _groups(self) -> tuple[GroupOffsets, ...]:
         try:

@@ -48,6 +48,7 @@ from services.controller.cluster_view import ClusterView
 from services.controller.context import ControllerContext, TopicPartition
 from services.controller.event_queue import Event, EventQueue
 from services.controller.fencing import Epoch, try_elect
+from services.controller.lag_history import LagHistory
 from services.controller.metrics import ControllerMetrics
 from services.controller.partitions import PartitionManager
 from services.controller.reassignment import Reassignments
@@ -94,6 +95,10 @@ class Controller:
             interval_ms=self.settings.cluster_view_interval_ms,
             request_timeout_ms=self.settings.request_timeout_ms,
             security=self.settings.kafka_security,
+            history=LagHistory(
+                window_ms=self.settings.lag_history_window_ms,
+                interval_ms=self.settings.lag_history_interval_ms,
+            ),
         )
         self.metrics.registry.register(self.cluster_view.collector)
 

@@ -1,4 +1,4 @@
-"""The controller's HTTP port: status, health and Prometheus metrics."""
+"""The controller's HTTP port: status, health, Prometheus metrics and groups' lag history."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from pafka.cluster.elect_leaders import ElectionType
-from pafka.control.secret import RequireSecret
+from pafka.control.secret import LAG_HISTORY_PATH, RequireSecret
 from pafka.errors import PafkaError
 from services.controller.admin_api import Outcome
 from services.controller.context import TopicPartition
@@ -82,6 +82,20 @@ def create_app(controller: Controller) -> FastAPI:
             return JSONResponse({"reassignments": controller.list_reassignments(wanted)})
         except PafkaError as exc:
             return _error(exc)
+
+    @app.get(LAG_HISTORY_PATH)
+    async def lag_history(group: str) -> JSONResponse:
+        """``?group=``: its total lag over the window, oldest first (empty on a standby).
+        Open like ``/metrics``, which exports the same lags."""
+        history = controller.cluster_view.history
+        return JSONResponse(
+            {
+                "active": controller.active,
+                "window_ms": history.window_ms,
+                "interval_ms": history.interval_ms,
+                "points": [[p.time_ms, p.total_lag] for p in history.points(group)],
+            }
+        )
 
     @app.get("/livez")
     async def livez() -> Response:

@@ -41,6 +41,10 @@ class ControllerSettings:
     # How often the active controller refreshes the cluster view it exports (kafka_exporter's
     # topic, partition and consumer-group series).
     cluster_view_interval_ms: int = 15_000
+    # Each group's total lag kept by the active controller for the console (lag_history.py):
+    # one point per interval (read at the cluster view's refreshes) over the window.
+    lag_history_window_ms: int = 1_800_000
+    lag_history_interval_ms: int = 15_000
     # controller.socket.timeout.ms bounds each control request; reconnect backoff between tries.
     network: NetworkDeadlines = field(default_factory=NetworkDeadlines)
     log_level: str = "INFO"
@@ -73,6 +77,12 @@ class ControllerSettings:
             ),
             cluster_view_interval_ms=env.integer(
                 "CLUSTER_VIEW_INTERVAL_MS", cls.cluster_view_interval_ms, minimum=100
+            ),
+            lag_history_window_ms=env.integer(
+                "LAG_HISTORY_WINDOW_MS", cls.lag_history_window_ms, minimum=1000
+            ),
+            lag_history_interval_ms=env.integer(
+                "LAG_HISTORY_INTERVAL_MS", cls.lag_history_interval_ms, minimum=100
             ),
             network=read_deadlines(
                 env,

@@ -115,12 +115,14 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
         Need(D, TOPIC, S.TOPIC_PATH),
     ),
     ("GET", f"{V3_GROUP}/lag-summary"): _DESCRIBE_GROUP,
+    ("GET", f"{V3_GROUP}/lag-history"): _DESCRIBE_GROUP,
     ("DELETE", V3_GROUP): (Need(Operation.DELETE, GROUP, S.GROUP_PATH),),  # DeleteGroups
     ("POST", f"{V3_GROUP}/offsets:reset"): _MEMBER_ON_TOPICS,  # OffsetCommit's rights
     # The console's views (services/gateway/console/api.py); the overview describes the cluster.
     ("GET", "/v3/clusters/{cluster_id}/overview"): (),
     ("GET", "/v3/clusters/{cluster_id}/throughput"): (),
     ("GET", f"{V3_TOPIC}/partition-summaries"): _DESCRIBE_TOPIC,
+    ("GET", "/v3/clusters/{cluster_id}/zookeeper-groups/{group_id}"): _DESCRIBE_GROUP,
     ("POST", f"{V3_TOPIC}/configs:alter"): (
         Need(Operation.ALTER_CONFIGS, TOPIC, S.TOPIC_PATH),  # IncrementalAlterConfigs
     ),
@@ -152,6 +154,7 @@ FILTERED: dict[tuple[str, str], ResourceType] = {
     ("GET", "/v3/clusters/{cluster_id}/topics"): TOPIC,
     ("GET", "/v3/clusters/{cluster_id}/consumer-groups"): GROUP,
     ("GET", "/v3/clusters/{cluster_id}/topic-search"): TOPIC,
+    ("GET", "/v3/clusters/{cluster_id}/group-search"): GROUP,
 }
 # A group's offsets and lags keep only the topics the principal may DESCRIBE, as OffsetFetch
 # answers for all of a group's topics (the gateway itself reads them as a super user).
@@ -160,6 +163,7 @@ TOPIC_ENTRIES_FILTERED: frozenset[tuple[str, str]] = frozenset(
         ("GET", "/groups/{group}"),
         ("GET", f"{V3_GROUP}/lags"),
         ("GET", f"{V3_GROUP}/lag-summary"),
+        ("GET", "/v3/clusters/{cluster_id}/zookeeper-groups/{group_id}"),
     }
 )
 TOPIC_PARAMS = ("topic", "topic_name")

@@ -7,7 +7,10 @@ step), ``api.py`` the few read-only REST views the pages need that the v3 API la
 ``throughput.py`` the brokers' traffic counters from their own metrics, ``summaries.py`` the
 views' pure arithmetic, ``offsets_for_times.py`` where a time falls in a topic's partitions,
 ``record_search.py`` a bounded server-side search of a partition (its walk, pure, in
-``record_scan.py``), ``log_sizes.py`` topics' and partitions' size on disk (DescribeLogDirs).
+``record_scan.py``), ``log_sizes.py`` topics' and partitions' size on disk (DescribeLogDirs),
+``group_search.py`` the groups a page at a time (``group_paging.py`` its pure part),
+``zk_groups.py`` ZooKeeper-era groups (``zk_group_view.py`` their znodes read),
+``lag_history.py`` a group's lag over time from the active controller's record.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from fastapi import APIRouter, FastAPI
 from services.gateway.console import (
     api,
     group_admin,
+    group_search,
+    lag_history,
     log_sizes,
     offsets_for_times,
     pages,
     record_search,
     throughput,
     topic_configs,
+    zk_groups,
 )
 
 ROUTERS: list[APIRouter] = [
@@ -33,6 +39,9 @@ ROUTERS: list[APIRouter] = [
     offsets_for_times.router,
     record_search.router,
     log_sizes.router,
+    group_search.router,
+    zk_groups.router,
+    lag_history.router,
 ]
 
 

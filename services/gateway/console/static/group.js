@@ -1,8 +1,10 @@
 // One consumer group: state, protocol, members with host and assignment, and per partition
-// the committed offset, log end and lag, redrawn every 3 s (``?refresh_ms=``) so lag is seen moving;
-// resetting its offsets (previewed first by a dry run) and deleting it.
+// the committed offset, log end and lag, redrawn every 3 s (``?refresh_ms=``) so lag is seen moving,
+// with its total lag over time from before the page opened (the active controller's record);
+// resetting its offsets (previewed first by a dry run) and deleting it. A ZooKeeper-era group
+// (``?kind=zookeeper``) is read from ZooKeeper: consumers, owners, offsets, read-only.
 import { call, cluster, enc } from "./api.js";
-import { confirmTyped, failure, field, h, notice, redrawn, table } from "./ui.js";
+import { confirmTyped, failure, field, h, notice, redrawn, table, when } from "./ui.js";
 
 const REFRESH_MS = 3000;
 const MIN_REFRESH_MS = 500;
@@ -14,48 +16,118 @@ export function leave() {
 
 export async function render(main, { arg, params, stillCurrent }) {
   const every = Math.max(MIN_REFRESH_MS, Number(params.get("refresh_ms")) || REFRESH_MS);
+  const zookeeper = params.get("kind") === "zookeeper";
   const body = h("div", {});
   const stamp = h("p", { class: "muted", role: "status" });
+  const root = await cluster();
+  const base = `${root}/consumer-groups/${enc(arg)}`;
   main.replaceChildren(h("h1", {}, "Group ", h("span", { id: "group-name" }, arg)),
     h("p", {}, h("a", { href: "#/groups" }, "All groups")), stamp, body,
-    administer(arg, `${await cluster()}/consumer-groups/${enc(arg)}`));
-  const read = () => call("GET", `/groups/${enc(arg)}`);
-  // The total lag of each reading since the page opened, drawn as a line.
-  const history = [];
+    zookeeper ? zkNote() : administer(arg, base));
+  const read = zookeeper
+    ? () => call("GET", `${root}/zookeeper-groups/${enc(arg)}`)
+    : () => call("GET", `/groups/${enc(arg)}`);
+  // The active controller's record of the group's total lag from before the page opened,
+  // then each reading of this page appended.
+  const recorded = await call("GET", `${base}/lag-history`);
+  if (!stillCurrent()) return;
+  const history = recorded.points.map((p) => ({ time_ms: p.time_ms, lag: p.total_lag, recorded: true }));
   const paint = (view) => {
-    history.push(view.partitions.reduce((sum, p) => sum + (p.lag || 0), 0));
-    if (history.length > HISTORY) history.shift();
-    return [...content(view), lagChart(history, every)];
+    history.push({ time_ms: Date.now(), lag: totalLag(view), recorded: false });
+    while (history.length > HISTORY) history.shift();
+    const chart = lagChart(history, recorded, every);
+    return zookeeper ? [...zkContent(view), chart] : [...content(view), chart];
   };
   stop = await redrawn(every, stillCurrent, body, stamp, read, paint);
 }
 
-const HISTORY = 60;
+const HISTORY = 2000;
 const SVG = "http://www.w3.org/2000/svg";
 
-function lagChart(history, every) {
-  const width = 300;
-  const height = 60;
-  const top = Math.max(1, ...history);
-  const step = width / (HISTORY - 1);
-  const points = history.map((lag, i) => `${(i * step).toFixed(1)},${(height - (lag / top) * (height - 4) - 2).toFixed(1)}`);
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("class", "spark");
-  svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", `Total lag over the last ${history.length} readings: from ${Math.min(...history)} to ${top}, now ${history[history.length - 1]}`);
-  const line = document.createElementNS(SVG, "polyline");
-  line.setAttribute("points", points.join(" "));
-  line.setAttribute("id", "lag-line");
-  svg.append(line);
+function totalLag(view) {
+  return view.partitions.reduce((sum, p) => sum + (p.lag || 0), 0);
+}
+
+function svg(tag, attrs) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, String(value));
+  return el;
+}
+
+// One line over time: the controller's recorded points (solid), this page's readings after
+// them (dashed), x by time, y by lag from 0 to the highest.
+function lagChart(history, recorded, every) {
+  const width = 600;
+  const height = 120;
+  const lags = history.map((p) => p.lag);
+  const top = Math.max(1, ...lags);
+  const first = history[0].time_ms;
+  const span = Math.max(1, history[history.length - 1].time_ms - first);
+  const x = (p) => ((p.time_ms - first) / span) * width;
+  const y = (p) => height - (p.lag / top) * (height - 4) - 2;
+  const at = (p) => `${x(p).toFixed(1)},${y(p).toFixed(1)}`;
+  const old = history.filter((p) => p.recorded);
+  const live = history.filter((p) => !p.recorded);
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "spark", role: "img", preserveAspectRatio: "none",
+    "aria-label": `Total lag over the last ${history.length} readings: from ${Math.min(...lags)} to ${top}, now ${lags[lags.length - 1]}` });
+  if (old.length) chart.append(svg("polyline", { id: "lag-recorded", points: old.map(at).join(" ") }));
+  // The live line starts where the recorded one ends, so the two read as one.
+  const joined = old.length ? [old[old.length - 1], ...live] : live;
+  chart.append(svg("polyline", { id: "lag-line", class: old.length ? "live" : null, points: joined.map(at).join(" ") }));
+  const since = old.length
+    ? `recorded by the active controller every ${recorded.interval_ms / 1000} s from ${new Date(first).toLocaleTimeString()} (solid), then every ${every / 1000} s on this page (dashed)`
+    : `every ${every / 1000} s since this page opened${recorded.note ? ` (${recorded.note})` : ""}`;
   return h("section", { "aria-labelledby": "lag-history-title" },
     h("h2", { id: "lag-history-title" }, "Lag over time"),
-    h("p", { class: "muted" }, `Total lag at each reading, every ${every / 1000} s since this page opened (highest ${top}).`),
-    svg);
+    h("p", { class: "muted", id: "lag-history-source" }, `Total lag ${since}; highest ${top}.`),
+    chart);
+}
+
+function zkNote() {
+  return h("p", { class: "muted" },
+    "A ZooKeeper-era group: its consumers coordinate through ZooKeeper and commit their offsets there; the console shows it read-only.");
+}
+
+function problemCell(problem) {
+  return problem ? h("span", { class: "bad" }, problem) : "–";
+}
+
+function zkContent(view) {
+  const card = (label, value, id) =>
+    h("div", { class: "card" }, h("dl", {}, h("dt", {}, label), h("dd", { id }, value)));
+  return [
+    h("div", { class: "cards" },
+      card("State", view.state, "group-state"),
+      card("Coordinated by", "ZooKeeper", "group-kind"),
+      card("Members", view.members.length),
+      card("Total lag", totalLag(view), "group-lag")),
+    view.problems.length ? h("div", { class: "error", role: "alert" }, h("strong", {}, "Unreadable nodes: "), view.problems.join("; ")) : null,
+    h("section", { "aria-labelledby": "members-title" },
+      h("h2", { id: "members-title" }, "Members"),
+      table("Consumers registered in ZooKeeper", [
+        { title: "Consumer" }, { title: "Host" }, { title: "Subscription" }, { title: "Registered" }, { title: "Problem" },
+      ], view.members.map((m) => [
+        m.consumer_id, m.host || "–",
+        m.topics.length ? `${m.topics.join(", ")}${m.pattern === "static" ? "" : ` (${m.pattern})`}` : "–",
+        when(m.registered_at_ms), problemCell(m.problem),
+      ]))),
+    h("section", { "aria-labelledby": "lags-title" },
+      h("h2", { id: "lags-title" }, "Offsets and lag"),
+      table("Owner, committed offset (from ZooKeeper), log end and lag per partition", [
+        { title: "Topic" }, { title: "Partition", num: true }, { title: "Owner" }, { title: "Committed", num: true },
+        { title: "Log end", num: true }, { title: "Lag", num: true }, { title: "Problem" },
+      ], view.partitions.map((p) => [
+        h("a", { href: `#/topic/${enc(p.topic)}` }, p.topic), String(p.partition), p.owner || "–",
+        p.committed_offset === null ? "none" : String(p.committed_offset),
+        p.end_offset === null ? "unknown" : String(p.end_offset),
+        p.lag === null ? "–" : h("span", { class: p.lag > 0 ? "lagging" : null }, String(p.lag)),
+        problemCell(p.problem),
+      ]))),
+  ];
 }
 
 function content(view) {
-  const total = view.partitions.reduce((sum, p) => sum + (p.lag || 0), 0);
+  const total = totalLag(view);
   const card = (label, value, id) =>
     h("div", { class: "card" }, h("dl", {}, h("dt", {}, label), h("dd", { id }, value)));
   return [
