@@ -36,7 +36,7 @@ export async function render(main, { arg, params, stillCurrent }) {
     history.push({ time_ms: Date.now(), lag: totalLag(view), recorded: false });
     while (history.length > HISTORY) history.shift();
     const chart = lagChart(history, recorded, every);
-    return zookeeper ? [...zkContent(view), chart] : [...content(view), chart];
+    return (zookeeper ? [...zkContent(view), chart] : [...content(view), chart]).filter(Boolean);
   };
   stop = await redrawn(every, stillCurrent, body, stamp, read, paint);
 }
@@ -71,6 +71,8 @@ function lagChart(history, recorded, every) {
   const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "spark", role: "img", preserveAspectRatio: "none",
     "aria-label": `Total lag over the last ${history.length} readings: from ${Math.min(...lags)} to ${top}, now ${lags[lags.length - 1]}` });
   if (old.length) chart.append(svg("polyline", { id: "lag-recorded", points: old.map(at).join(" ") }));
+  // A dot per recorded point, so even one reads as a point in time.
+  for (const p of old) chart.append(svg("circle", { class: "recorded", cx: x(p).toFixed(1), cy: y(p).toFixed(1), r: 3 }));
   // The live line starts where the recorded one ends, so the two read as one.
   const joined = old.length ? [old[old.length - 1], ...live] : live;
   chart.append(svg("polyline", { id: "lag-line", class: old.length ? "live" : null, points: joined.map(at).join(" ") }));

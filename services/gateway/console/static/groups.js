@@ -33,12 +33,13 @@ export async function render(main, { params, stillCurrent }) {
     e.preventDefault();
     go({ q: search.value.trim(), state: state.value, kind: kind.value }, 0);
   };
-  main.replaceChildren(h("h1", {}, "Consumer groups"),
+  // replaceChildren would write a null as the text "null": absent parts are left out.
+  main.replaceChildren(...[h("h1", {}, "Consumer groups"),
     deleted ? notice(`Group ${deleted} deleted.`) : null,
     h("form", { class: "inline", role: "search", onsubmit: submit },
       field("Search groups", search), field("State", state), field("Coordinated by", kind),
       h("button", { type: "submit" }, "Search")),
-    results);
+    results].filter(Boolean));
   const query = new URLSearchParams({ ...filters, offset: String(offset), limit: String(PAGE) });
   for (const name of ["q", "state", "kind"]) if (!filters[name]) query.delete(name);
   const found = await call("GET", `${await cluster()}/group-search?${query}`);

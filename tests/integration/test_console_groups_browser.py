@@ -1,0 +1,215 @@
+"""The console's consumer groups in a real headless Chromium, against the shared local cluster:
+the group search a page at a time, ZooKeeper-era groups shown apart with garbage marked in
+place, and a group's lag drawn from before its page opened (the active controller's record).
+
+One browser for the module and the session's shared cluster. The module adds about 25 s to a
+run, most of it waiting for the active controller's next cluster-view refresh (every 15 s by
+default) to record the history group's lag; that wait begins with the module, so the other
+tests overlap it. Groups are made by writing their znodes as ZooKeeper-era clients do (Kafka
+0.8's registrations, owners and bare decimal offsets) and, for a broker-coordinated one, by a
+native REST member; every node written is deleted at the end. Screenshots go to the test run's
+temporary folder (their path is printed).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from pafka.zk.znodes import ConsumerGroupZNodes as Z
+from pafka.zk.znodes import ZkConsumerRegistration
+from tests.integration.chromium import headless_chromium
+from tests.integration.console_page import NOT_YET, WAIT_MS, console, row
+
+ZOOKEEPER_GROUPS = 120
+PAGE = 100
+HISTORY_WAIT_S = 60
+DASH = "\u2013"  # the pager's ranges
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Any]:
+    with headless_chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("console-groups-screenshots")
+    print(f"console group screenshots: {folder}")
+    return folder
+
+
+def _produce(base_url: str, topic: str, partition: int, count: int) -> None:
+    records = [{"value": {"n": n}, "partition": partition} for n in range(count)]
+    answer = httpx.post(f"{base_url}/topics/{topic}", json={"records": records}, timeout=30)
+    assert answer.status_code == 200, answer.text
+
+
+def _set(zk: Any, path: str, data: bytes, *, ephemeral: bool = False) -> None:
+    if zk.exists(path):
+        zk.set(path, data)
+    else:
+        zk.create(path, data, makepath=True, ephemeral=ephemeral)
+
+
+@pytest.fixture(scope="module")
+def history_group(cluster: Any) -> Iterator[tuple[str, str]]:
+    """A group with lag 3 (offset 1 of 4 records) in ZooKeeper from the module's start, so the
+    controller's next refresh records it while the other tests run."""
+    topic, group = f"console-hist-{uuid.uuid4().hex[:8]}", f"console-hist-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    _produce(cluster.gateways[0], topic, 0, 4)
+    _set(cluster.zk, Z.offset_path(group, topic, 0), b"1")
+    try:
+        yield topic, group
+    finally:
+        cluster.zk.delete(Z.group_path(group), recursive=True)
+
+
+def test_groups_are_searched_a_page_at_a_time_by_name_state_and_kind(
+    cluster: Any, chromium: Any, shots: Path, history_group: tuple[str, str]
+) -> None:
+    base_url = cluster.gateways[0]
+    prefix = f"console-page-{uuid.uuid4().hex[:6]}"
+    topic = f"{prefix}-topic"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    # Many ZooKeeper-era groups (offsets alone, as Kafka 0.8 left them) and one a broker
+    # coordinates, with a live native member.
+    for i in range(ZOOKEEPER_GROUPS):
+        _set(cluster.zk, Z.offset_path(f"{prefix}-zk-{i:03d}", topic, 0), b"0")
+    native = f"{prefix}-native"
+    with httpx.Client(base_url=base_url, timeout=60) as http:
+        joined = http.post(
+            f"/groups/{native}/members", json={"topics": [topic], "session_timeout_ms": 60_000}
+        ).json()
+        try:
+            with console(chromium, base_url) as browser:
+                page = browser.open(f"/groups?q={prefix.upper()}")
+                rows = page.locator("#groups-found ~ .scroll tbody tr")
+                rows.nth(PAGE - 1).wait_for(timeout=WAIT_MS)
+                assert rows.count() == PAGE
+                pager = page.locator(".pager [role=status]")
+                assert pager.inner_text() == f"1{DASH}{PAGE} of {ZOOKEEPER_GROUPS + 1}"
+                first = rows.first.locator("td").all_inner_texts()
+                assert first[:3] == [f"{native}", "Broker", "Stable"], first
+                assert rows.nth(1).locator("td").all_inner_texts()[:3] == [
+                    f"{prefix}-zk-000",
+                    "ZooKeeper",
+                    "Empty",
+                ]
+                page.screenshot(path=shots / "groups-search.png", full_page=True)
+                page.get_by_role("button", name="Next").click()
+                page.locator(
+                    ".pager [role=status]", has_text=f"101{DASH}{ZOOKEEPER_GROUPS + 1}"
+                ).wait_for(timeout=WAIT_MS)
+                assert rows.count() == ZOOKEEPER_GROUPS + 1 - PAGE
+
+                # Filters by state and kind, answered by the gateway.
+                page.get_by_label("State").select_option("Stable")
+                page.get_by_role("button", name="Search").click()
+                page.locator(".pager [role=status]", has_text=f"1{DASH}1 of 1").wait_for(
+                    timeout=WAIT_MS
+                )
+                assert row(page, native).count() == 1
+                page.get_by_label("State").select_option("")
+                page.get_by_label("Coordinated by").select_option("zookeeper")
+                page.get_by_role("button", name="Search").click()
+                page.locator(".pager [role=status]", has_text=f"of {ZOOKEEPER_GROUPS}").wait_for(
+                    timeout=WAIT_MS
+                )
+                assert row(page, native).count() == 0
+        finally:
+            http.delete(f"/groups/{native}/members/{joined['member_id']}")
+            for i in range(ZOOKEEPER_GROUPS):
+                cluster.zk.delete(Z.group_path(f"{prefix}-zk-{i:03d}"), recursive=True)
+
+
+def test_a_zookeeper_era_group_is_shown_with_its_owners_offsets_and_garbage_marked(
+    cluster: Any, chromium: Any, shots: Path, history_group: tuple[str, str]
+) -> None:
+    base_url = cluster.gateways[1]
+    topic, group = f"console-zk-{uuid.uuid4().hex[:8]}", f"console-zk-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=2, replication_factor=1)
+    _produce(base_url, topic, 0, 5)
+    _produce(base_url, topic, 1, 3)
+    # As Kafka 0.8's ZookeeperConsumerConnector writes them, plus garbage a person left.
+    consumer = f"{group}_console-host-{int(time.time() * 1000)}-1a2b3c4d"
+    registration = ZkConsumerRegistration(consumer, (topic,), "static", int(time.time() * 1000))
+    zk = cluster.zk
+    _set(zk, Z.member_path(group, consumer), registration.encode(), ephemeral=True)
+    _set(zk, Z.member_path(group, "broken-consumer"), b"{oops", ephemeral=True)
+    for p in (0, 1):
+        _set(zk, Z.owner_path(group, topic, p), f"{consumer}-0".encode(), ephemeral=True)
+    _set(zk, Z.offset_path(group, topic, 0), b"2")
+    _set(zk, Z.offset_path(group, topic, 1), b"forty")
+    try:
+        with console(chromium, base_url) as browser:
+            page = browser.open(f"/groups?q={group}")
+            found = row(page, group)
+            found.wait_for(timeout=WAIT_MS)
+            cells = found.locator("td").all_inner_texts()
+            assert cells[1] == "ZooKeeper" and cells[2].startswith("Stable (unreadable: "), cells
+            assert f"/consumers/{group}/ids/broken-consumer" in cells[2]
+            page.get_by_role("link", name=group).click()
+            page.locator("#group-kind", has_text="ZooKeeper").wait_for(timeout=WAIT_MS)
+            assert page.locator("#group-state").inner_text() == "Stable"
+            assert page.locator("#group-lag").inner_text() == "3"
+            members = page.locator("#members-title ~ .scroll tbody tr")
+            assert members.count() == 2
+            broken, good = (members.nth(i).locator("td").all_inner_texts() for i in range(2))
+            assert good[:3] == [consumer, "/console-host", topic], good
+            assert good[4] == NOT_YET
+            assert broken[0] == "broken-consumer" and "is malformed" in broken[4], broken
+            lags = page.locator("#lags-title ~ .scroll tbody tr")
+            assert lags.nth(0).locator("td").all_inner_texts() == [
+                topic, "0", f"{consumer}-0", "2", "5", "3", NOT_YET,
+            ]  # fmt: skip
+            second = lags.nth(1).locator("td").all_inner_texts()
+            assert second[:6] == [topic, "1", f"{consumer}-0", "none", "3", NOT_YET], second
+            assert "'forty' is not a decimal offset" in second[6]
+            # Read-only: nothing on the page resets or deletes it.
+            assert page.get_by_role("button", name="Delete group…").count() == 0
+            page.screenshot(path=shots / "group-zookeeper.png", full_page=True)
+    finally:
+        zk.delete(Z.group_path(group), recursive=True)
+
+
+def test_a_groups_lag_is_drawn_from_before_its_page_opened(
+    cluster: Any, chromium: Any, shots: Path, history_group: tuple[str, str]
+) -> None:
+    base_url = cluster.gateways[0]
+    topic, group = history_group
+    url = f"{base_url}/v3/clusters/{_cluster_id(base_url)}/consumer-groups/{group}/lag-history"
+    # The controller records at its cluster view's refreshes: wait for the one after the
+    # module's start.
+    deadline = time.monotonic() + HISTORY_WAIT_S
+    while not (history := httpx.get(url, timeout=30).json())["points"]:
+        assert time.monotonic() < deadline, history
+        time.sleep(0.5)
+    assert history["points"][0]["total_lag"] == 3 and history["interval_ms"] > 0, history
+    # Lag falls to 1 before the page opens: the recorded 3 is history only the controller has.
+    _set(cluster.zk, Z.offset_path(group, topic, 0), b"3")
+    with console(chromium, base_url) as browser:
+        page = browser.open(f"/group/{group}?kind=zookeeper&refresh_ms=500")
+        page.locator("#group-lag", has_text="1").wait_for(timeout=WAIT_MS)
+        assert page.locator("#lag-recorded").count() == 1
+        source = page.locator("#lag-history-source").inner_text()
+        assert "recorded by the active controller" in source, source
+        chart = page.get_by_role("img", name="Total lag over the last")
+        assert "from 1 to 3, now 1" in (chart.get_attribute("aria-label") or "")
+        # Live readings are appended to the recorded line.
+        _produce(base_url, topic, 0, 2)
+        page.locator("#group-lag", has_text="3").wait_for(timeout=WAIT_MS)
+        page.get_by_role("img", name="now 3").wait_for(timeout=WAIT_MS)
+        page.screenshot(path=shots / "group-lag-history.png", full_page=True)
+
+
+def _cluster_id(base_url: str) -> str:
+    return str(httpx.get(f"{base_url}/v3/clusters", timeout=30).json()["data"][0]["cluster_id"])
