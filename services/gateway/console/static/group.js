@@ -63,8 +63,9 @@ function lagChart(history, recorded, every) {
   const top = Math.max(1, ...lags);
   const first = history[0].time_ms;
   const span = Math.max(1, history[history.length - 1].time_ms - first);
-  const x = (p) => ((p.time_ms - first) / span) * width;
-  const y = (p) => height - (p.lag / top) * (height - 4) - 2;
+  const pad = 6;  // keeps the dots at the edges inside the box
+  const x = (p) => pad + ((p.time_ms - first) / span) * (width - 2 * pad);
+  const y = (p) => height - pad - (p.lag / top) * (height - 2 * pad);
   const at = (p) => `${x(p).toFixed(1)},${y(p).toFixed(1)}`;
   const old = history.filter((p) => p.recorded);
   const live = history.filter((p) => !p.recorded);
@@ -106,6 +107,7 @@ function zkContent(view) {
     view.problems.length ? h("div", { class: "error", role: "alert" }, h("strong", {}, "Unreadable nodes: "), view.problems.join("; ")) : null,
     h("section", { "aria-labelledby": "members-title" },
       h("h2", { id: "members-title" }, "Members"),
+      view.members.length ? null : h("p", { class: "muted" }, "No consumer is registered now."),
       table("Consumers registered in ZooKeeper", [
         { title: "Consumer" }, { title: "Host" }, { title: "Subscription" }, { title: "Registered" }, { title: "Problem" },
       ], view.members.map((m) => [
