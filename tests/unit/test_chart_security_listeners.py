@@ -653,8 +653,9 @@ def test_network_policies_select_the_right_pods_and_ports() -> None:
     assert control is not None and _peer_components(control, pods) == {"controller"}
     assert prometheus in control and len(control) == 2
     (controller,) = _allowed(policies["controller"], 8090)
-    assert controller is not None and _peer_components(controller, pods) == {"broker"}
-    assert prometheus in controller and len(controller) == 2
+    # Brokers for the control API, gateways for the console's lag history (/lag-history).
+    assert controller is not None and _peer_components(controller, pods) == {"broker", "gateway"}
+    assert prometheus in controller and len(controller) == 3
     (rest,) = _allowed(policies["gateway"], 8082)
     assert rest is not None and _peer_components(rest, pods) == release_pods
     assert prometheus in rest

@@ -27,7 +27,7 @@ def test_missing_or_wrong_secrets_are_refused(header: str | None) -> None:
     assert not authorized("/status", header, "s3cret")
 
 
-@pytest.mark.parametrize("path", ["/livez", "/readyz", "/metrics"])
+@pytest.mark.parametrize("path", ["/livez", "/readyz", "/metrics", "/lag-history"])
 def test_probes_and_metrics_stay_open(path: str) -> None:
     assert authorized(path, None, "s3cret")
 
