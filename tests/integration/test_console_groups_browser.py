@@ -24,26 +24,17 @@ import pytest
 
 from pafka.zk.znodes import ConsumerGroupZNodes as Z
 from pafka.zk.znodes import ZkConsumerRegistration
-from tests.integration.chromium import headless_chromium
 from tests.integration.console_page import NOT_YET, WAIT_MS, console, row
+
+# The console tests' fixtures: one browser for the module, and the screenshots' folder.
+from tests.integration.test_console_browser import chromium, shots
+
+FIXTURES = (chromium, shots)
 
 ZOOKEEPER_GROUPS = 120
 PAGE = 100
 HISTORY_WAIT_S = 60
 DASH = "\u2013"  # the pager's ranges
-
-
-@pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    with headless_chromium() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("console-groups-screenshots")
-    print(f"console group screenshots: {folder}")
-    return folder
 
 
 def _produce(base_url: str, topic: str, partition: int, count: int) -> None:
@@ -57,6 +48,18 @@ def _set(zk: Any, path: str, data: bytes, *, ephemeral: bool = False) -> None:
         zk.set(path, data)
     else:
         zk.create(path, data, makepath=True, ephemeral=ephemeral)
+
+
+def _offsets_alone(zk: Any, groups: list[str], topic: str) -> None:
+    """Groups holding only an offset of 0 on partition 0, created in one transaction rather
+    than a round trip per node."""
+    transaction = zk.transaction()
+    for g in groups:
+        transaction.create(Z.group_path(g))
+        transaction.create(Z.offsets_path(g))
+        transaction.create(Z.offsets_topic_path(g, topic))
+        transaction.create(Z.offset_path(g, topic, 0), b"0")
+    assert all(isinstance(r, str) for r in transaction.commit())
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +85,8 @@ def test_groups_are_searched_a_page_at_a_time_by_name_state_and_kind(
     cluster.create_topic(topic, partitions=1, replication_factor=1)
     # Many ZooKeeper-era groups (offsets alone, as Kafka 0.8 left them) and one a broker
     # coordinates, with a live native member.
-    for i in range(ZOOKEEPER_GROUPS):
-        _set(cluster.zk, Z.offset_path(f"{prefix}-zk-{i:03d}", topic, 0), b"0")
+    many = [f"{prefix}-zk-{i:03d}" for i in range(ZOOKEEPER_GROUPS)]
+    _offsets_alone(cluster.zk, many, topic)
     native = f"{prefix}-native"
     with httpx.Client(base_url=base_url, timeout=60) as http:
         joined = http.post(
@@ -127,8 +130,9 @@ def test_groups_are_searched_a_page_at_a_time_by_name_state_and_kind(
                 assert row(page, native).count() == 0
         finally:
             http.delete(f"/groups/{native}/members/{joined['member_id']}")
-            for i in range(ZOOKEEPER_GROUPS):
-                cluster.zk.delete(Z.group_path(f"{prefix}-zk-{i:03d}"), recursive=True)
+            # Brokers may have added nodes of their own under these since.
+            for group in many:
+                cluster.zk.delete(Z.group_path(group), recursive=True)
 
 
 def test_a_zookeeper_era_group_is_shown_with_its_owners_offsets_and_garbage_marked(

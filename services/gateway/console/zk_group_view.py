@@ -11,8 +11,9 @@ leaves the rest of the group readable.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pafka.errors import CorruptZNodeError
 from pafka.groups.zk_coordinated import client_host, partition_number
@@ -24,6 +25,8 @@ from pafka.zk.znodes import (
 )
 from pafka.zk.znodes import ConsumerGroupZNodes as Z
 from services.gateway.console.group_paging import Kind, ZkRegistry
+
+T = TypeVar("T")
 
 # The children of /consumers/{group} pafka's own commits write beside ``offsets``.
 COMMITS = "offset_commits"
@@ -96,30 +99,40 @@ def partitions(
 ) -> tuple[list[ZkPartition], list[str]]:
     """Each partition owned or with a committed offset, sorted, and the problems of nodes that
     name no partition at all. ``owners`` and ``offsets`` map (topic, child name) to the data."""
-    owner_of: dict[tuple[str, int], str] = {}
-    committed: dict[tuple[str, int], int] = {}
     problems: dict[tuple[str, int], str] = {}
     stray: list[str] = []
-    for (topic, name), data in sorted(owners.items()):
-        p = partition_number(name, broker_prefixed=True)
-        path = f"{Z.owners_topic_path(group, topic)}/{name}"
-        if p is None:
-            stray.append(f"{path} does not name a partition")
-            continue
-        try:
-            owner_of[(topic, p)] = PartitionOwnerZNode.decode(path, data).member_id
-        except CorruptZNodeError as exc:
-            problems[(topic, p)] = str(exc)
-    for (topic, name), data in sorted(offsets.items()):
-        p = partition_number(name)
-        path = f"{Z.offsets_topic_path(group, topic)}/{name}"
-        if p is None:
-            stray.append(f"{path} does not name a partition")
-            continue
-        try:
-            committed[(topic, p)] = CommittedOffsetZNode.decode(path, data).offset
-        except CorruptZNodeError as exc:
-            problems[(topic, p)] = str(exc)
+
+    def read(
+        nodes: Mapping[tuple[str, str], bytes],
+        parent: Callable[[str, str], str],
+        decode: Callable[[str, bytes], T],
+        broker_prefixed: bool,
+    ) -> dict[tuple[str, int], T]:
+        found: dict[tuple[str, int], T] = {}
+        for (topic, name), data in sorted(nodes.items()):
+            p = partition_number(name, broker_prefixed=broker_prefixed)
+            path = f"{parent(group, topic)}/{name}"
+            if p is None:
+                stray.append(f"{path} does not name a partition")
+                continue
+            try:
+                found[(topic, p)] = decode(path, data)
+            except CorruptZNodeError as exc:
+                problems[(topic, p)] = str(exc)
+        return found
+
+    owner_of = read(
+        owners,
+        Z.owners_topic_path,
+        lambda path, data: PartitionOwnerZNode.decode(path, data).member_id,
+        broker_prefixed=True,
+    )
+    committed = read(
+        offsets,
+        Z.offsets_topic_path,
+        lambda path, data: CommittedOffsetZNode.decode(path, data).offset,
+        broker_prefixed=False,
+    )
     found = [
         ZkPartition(t, p, owner_of.get((t, p)), committed.get((t, p)), problems.get((t, p)))
         for t, p in sorted({*owner_of, *committed, *problems})
