@@ -13,6 +13,7 @@ temporary folder (their path is printed).
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -217,3 +218,38 @@ def test_a_groups_lag_is_drawn_from_before_its_page_opened(
 
 def _cluster_id(base_url: str) -> str:
     return str(httpx.get(f"{base_url}/v3/clusters", timeout=30).json()["data"][0]["cluster_id"])
+
+
+# Benchmark mode: PAFKA_CONSOLE_BENCH_GROUPS=3000 times the group search with that many more
+# (ZooKeeper-era, offsets alone) groups on the shared cluster (printed with -s, never asserted).
+BENCH_GROUPS = int(os.environ.get("PAFKA_CONSOLE_BENCH_GROUPS", "0"))
+BENCH_CHUNK = 200  # groups per transaction, well under ZooKeeper's 1 MB request limit
+BENCH_LOADS = 3
+
+
+@pytest.mark.skipif(not BENCH_GROUPS, reason="set PAFKA_CONSOLE_BENCH_GROUPS to run")
+def test_benchmark_the_group_search_on_many_groups(cluster: Any, chromium: Any) -> None:
+    base_url = cluster.gateways[0]
+    prefix = f"console-bench-{uuid.uuid4().hex[:6]}"
+    topic = f"{prefix}-topic"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    many = [f"{prefix}-{i:05d}" for i in range(BENCH_GROUPS)]
+    for begin in range(0, len(many), BENCH_CHUNK):
+        _offsets_alone(cluster.zk, many[begin : begin + BENCH_CHUNK], topic)
+    search = f"{base_url}/v3/clusters/{_cluster_id(base_url)}/group-search"
+    try:
+        for _ in range(BENCH_LOADS):
+            began = time.perf_counter()
+            found = httpx.get(search, params={"q": prefix, "limit": PAGE}, timeout=120).json()
+            print(f"group-search of {found['total']} groups: {time.perf_counter() - began:.2f} s")
+        with console(chromium, base_url) as browser:
+            for _ in range(BENCH_LOADS):
+                began = time.perf_counter()
+                page = browser.open(f"/groups?q={prefix}&offset={len(many) // 2}")
+                rows = page.locator("#groups-found ~ .scroll tbody tr")
+                rows.nth(PAGE - 1).wait_for(timeout=120_000)
+                print(f"groups page, {len(many)} groups: {time.perf_counter() - began:.2f} s")
+                browser.open("/overview")
+    finally:
+        for group in many:
+            cluster.zk.delete(Z.group_path(group), recursive=True)

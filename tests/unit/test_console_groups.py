@@ -70,7 +70,9 @@ def test_merge_keeps_the_brokers_state_and_zookeepers_kind_and_problem() -> None
     assert merged["a"] == ListedGroup("a", "Stable", Kind.BROKER)
     assert merged["b"] == ListedGroup("b", "Empty", Kind.ZOOKEEPER, "znode x is malformed")
     assert merged["c"] == ListedGroup("c", "Stable", Kind.ZOOKEEPER)  # only ZooKeeper knows it
-    assert merged["d"] == ListedGroup("d", "Empty", Kind.BROKER)
+    # Broker-coordinated and not listed: only its coordinator knows its state.
+    assert merged["d"] == ListedGroup("d", None, Kind.BROKER)
+    assert search(merged.values(), state="empty").total == 1  # b
 
 
 # -- ZooKeeper-era groups ------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """The consumer-group search (pure): which groups a page shows, so a cluster of thousands of
 groups answers a page at a time, as the topic search does.
 
-A group is listed by the brokers (ListGroups), found in ZooKeeper's ``/consumers`` registry, or
-both; :func:`merge` joins the two sources (the brokers' state wins, ZooKeeper says which kind a
-group is and what was unreadable), :func:`search` filters by name, state and kind and cuts one
-page of the sorted names.
+A group is found in ZooKeeper's ``/consumers`` registry (every group pafka keeps is there), and
+listed by the brokers (ListGroups) when its state is wanted for every group; :func:`merge` joins
+the two sources (the brokers' state wins, ZooKeeper says which kind a group is and what was
+unreadable), :func:`search` filters by name, state and kind and cuts one page of the sorted
+names.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class ZkRegistry:
 @dataclass(frozen=True)
 class ListedGroup:
     group_id: str
-    state: str  # as Kafka spells it: Stable, Empty, PreparingRebalance, ...
+    state: str | None  # as Kafka spells it: Stable, Empty, ...; None: only its coordinator knows
     kind: Kind
     problem: str | None = None
 
@@ -49,12 +50,15 @@ STABLE, EMPTY = "Stable", "Empty"
 
 
 def merge(listed: Mapping[str, str], registry: Mapping[str, ZkRegistry]) -> dict[str, ListedGroup]:
-    """Every group of either source: ``listed`` maps a group the brokers list to its state;
-    a group only ZooKeeper knows is Stable while a client is registered, else Empty."""
+    """Every group of either source: ``listed`` maps a group the brokers list to its state; a
+    ZooKeeper-era group they do not list is Stable while a client is registered, else Empty;
+    a broker-coordinated one they were not asked about has no state here."""
     merged: dict[str, ListedGroup] = {}
     for group in {*listed, *registry}:
         zk = registry.get(group)
-        state = listed.get(group) or (STABLE if zk and zk.live_members else EMPTY)
+        state = listed.get(group)
+        if state is None and zk is not None and zk.kind is Kind.ZOOKEEPER:
+            state = STABLE if zk.live_members else EMPTY
         kind = zk.kind if zk else Kind.BROKER
         merged[group] = ListedGroup(group, state, kind, zk.problem if zk else None)
     return merged
@@ -76,7 +80,7 @@ def search(
             g
             for g in groups
             if wanted in g.group_id.casefold()
-            and (not wanted_state or g.state.casefold() == wanted_state)
+            and (not wanted_state or (g.state or "").casefold() == wanted_state)
             and (kind is None or g.kind is kind)
         ),
         key=lambda g: g.group_id,

@@ -1,11 +1,13 @@
 """``GET /v3/clusters/{id}/group-search``: consumer groups found a page at a time, filtered by
 name, state and kind on the gateway, so a cluster of thousands of groups stays quick.
 
-The groups are those the brokers list (ListGroups) joined with ZooKeeper's ``/consumers``
-registry, which also holds the ZooKeeper-era groups (marked ``zookeeper``: their clients
-coordinate themselves, as Kafka's ``--zookeeper`` tool listed them apart). Only the page's
-broker-coordinated groups are described (for their assignor). The list is filtered to the
-groups the caller may DESCRIBE, as ListGroups is.
+The groups are those of ZooKeeper's ``/consumers`` registry (every group pafka keeps, and the
+ZooKeeper-era groups, marked ``zookeeper``: their clients coordinate themselves, as Kafka's
+``--zookeeper`` tool listed them apart), read in three pipelined rounds whatever their number.
+Only the page's broker-coordinated groups are described, for their state and assignor. The
+brokers' ListGroups (which visits every group it holds, seconds for thousands of groups) is
+asked only when every group's state is needed, to filter by state, or when the gateway reaches
+no ZooKeeper. The list is filtered to the groups the caller may DESCRIBE, as ListGroups is.
 """
 
 from __future__ import annotations
@@ -28,12 +30,13 @@ from services.gateway.v3 import Admin, At
 router = APIRouter(prefix="/v3/clusters/{cluster_id}", tags=["console views"])
 
 MAX_PAGE = 500
+UNKNOWN = "Unknown"
 DESCRIBE_CONCURRENCY = 16
 
 
 class GroupSummary(BaseModel):
     consumer_group_id: str
-    state: str = Field(description="As Kafka spells it: Stable, Empty, PreparingRebalance, ...")
+    state: str = Field(description="As Kafka spells it: Stable, Empty, ...; Unknown if unanswered")
     kind: Kind = Field(description="broker, or zookeeper for a ZooKeeper-era group")
     partition_assignor: str | None = Field(description="null when not known")
     problem: str | None = Field(description="What in ZooKeeper could not be read")
@@ -57,37 +60,43 @@ async def group_search(
     offset: int = Query(0, ge=0),
     limit: int = Query(50, ge=1, le=MAX_PAGE),
 ) -> GroupSearch:
-    listed, registry = await asyncio.gather(client.groups.list(), zk_groups.registries(ctx))
+    registry = await zk_groups.registries(ctx)
+    listed = await client.groups.list() if state or ctx.zk is None else []
     merged = group_paging.merge({g.group_id: g.state for g in listed}, registry)
     shown = visible(request, ctx.authorizer, ResourceType.GROUP, merged)
     page = group_paging.search((merged[g] for g in shown), q, state, kind, offset, limit)
-    assignors = await _assignors(client, page.items)
+    described = await _described(client, page.items)
     return GroupSearch(
         total=page.total,
         offset=offset,
         data=[
             GroupSummary(
                 consumer_group_id=g.group_id,
-                state=g.state,
+                state=state or g.state or UNKNOWN,
                 kind=g.kind,
-                partition_assignor=a,
+                partition_assignor=assignor,
                 problem=g.problem,
             )
-            for g, a in zip(page.items, assignors, strict=True)
+            for g, (state, assignor) in zip(page.items, described, strict=True)
         ],
     )
 
 
-async def _assignors(client: AdminClient, groups: tuple[ListedGroup, ...]) -> list[str | None]:
+async def _described(
+    client: AdminClient, groups: tuple[ListedGroup, ...]
+) -> list[tuple[str | None, str | None]]:
+    """Each group's state and assignor from its coordinator (a ZooKeeper-era group's from
+    ZooKeeper); (None, None) where the coordinator did not answer."""
     slots = asyncio.Semaphore(DESCRIBE_CONCURRENCY)
 
-    async def assignor(group: ListedGroup) -> str | None:
+    async def describe(group: ListedGroup) -> tuple[str | None, str | None]:
         if group.kind is Kind.ZOOKEEPER:
-            return zk_coordinated.PROTOCOL
+            return group.state, zk_coordinated.PROTOCOL
         async with slots:
             try:
-                return (await client.describe_group(group.group_id)).description.protocol or None
+                found = (await client.describe_group(group.group_id)).description
             except PafkaError:
-                return None  # the group's coordinator is moving: the row lacks only this
+                return None, None  # its coordinator is moving: the row lacks only this
+        return found.state, found.protocol or None
 
-    return list(await asyncio.gather(*(assignor(g) for g in groups)))
+    return list(await asyncio.gather(*(describe(g) for g in groups)))
