@@ -1,6 +1,7 @@
 """The console's consumer groups in a real headless Chromium, against the shared local cluster:
 the group search a page at a time, ZooKeeper-era groups shown apart with garbage marked in
-place, and a group's lag drawn from before its page opened (the active controller's record).
+place (and deleted once its consumer left), and a group's lag drawn from before its page
+opened (the active controller's record).
 
 One browser for the module and the session's shared cluster. The module adds about 25 s to a
 run, most of it waiting for the active controller's next cluster-view refresh (every 15 s by
@@ -155,7 +156,8 @@ def test_a_zookeeper_era_group_is_shown_with_its_owners_offsets_and_garbage_mark
     _set(zk, Z.offset_path(group, topic, 0), b"2")
     _set(zk, Z.offset_path(group, topic, 1), b"forty")
     try:
-        with console(chromium, base_url) as browser:
+        # The one failed call: the deletion refused (409) while a consumer is registered.
+        with console(chromium, base_url, failing=(409,)) as browser:
             page = browser.open(f"/groups?q={group}")
             found = row(page, group)
             found.wait_for(timeout=WAIT_MS)
@@ -179,11 +181,37 @@ def test_a_zookeeper_era_group_is_shown_with_its_owners_offsets_and_garbage_mark
             second = lags.nth(1).locator("td").all_inner_texts()
             assert second[:6] == [topic, "1", f"{consumer}-0", "none", "3", NOT_YET], second
             assert "'forty' is not a decimal offset" in second[6]
-            # Read-only: nothing on the page resets or deletes it.
-            assert page.get_by_role("button", name="Delete group…").count() == 0
+            # Read-only but for deletion: no reset, and no deletion while a consumer is there.
+            assert page.get_by_role("button", name="Reset offsets").count() == 0
             page.screenshot(path=shots / "group-zookeeper.png", full_page=True)
+            outcome = page.locator("#group-outcome .error")
+
+            def delete() -> None:
+                page.get_by_role("button", name="Delete group…").click()
+                page.get_by_label(f"Type {group} to confirm").fill(group)
+                page.locator("#confirm-ok").click()
+
+            # Not while a registration is unreadable (its coordinator would not touch the
+            # group), nor while a consumer is registered (refused: 409).
+            page.get_by_role("button", name="Delete group…").click()  # refused before asking
+            refusal = outcome.filter(has_text="the registration of broken-consumer; the nodes of")
+            refusal.wait_for(timeout=WAIT_MS)
+            assert f"{topic}-1: unreadable" in refusal.inner_text()
+            zk.delete(Z.member_path(group, "broken-consumer"))
+            zk.set(Z.offset_path(group, topic, 1), b"1")
+            members.nth(1).wait_for(state="detached", timeout=WAIT_MS)  # the next reading
+            delete()
+            outcome.filter(has_text="Error 409").wait_for(timeout=WAIT_MS)  # NON_EMPTY_GROUP
+            # Its consumer gone (its ephemeral nodes with it), the group can go.
+            zk.delete(Z.member_path(group, consumer))
+            for p in (0, 1):
+                zk.delete(Z.owner_path(group, topic, p))
+            delete()
+            page.get_by_text(f"Group {group} deleted.").wait_for(timeout=WAIT_MS)
+            assert zk.exists(Z.offset_path(group, topic, 0)) is None
     finally:
-        zk.delete(Z.group_path(group), recursive=True)
+        if zk.exists(Z.group_path(group)):
+            zk.delete(Z.group_path(group), recursive=True)
 
 
 def test_a_groups_lag_is_drawn_from_before_its_page_opened(

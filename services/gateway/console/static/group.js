@@ -23,7 +23,7 @@ export async function render(main, { arg, params, stillCurrent }) {
   const base = `${root}/consumer-groups/${enc(arg)}`;
   main.replaceChildren(h("h1", {}, "Group ", h("span", { id: "group-name" }, arg)),
     h("p", {}, h("a", { href: "#/groups" }, "All groups")), stamp, body,
-    zookeeper ? zkNote() : administer(arg, base));
+    zookeeper ? zkAdminister(arg, base, () => latest) : administer(arg, base));
   const read = zookeeper
     ? () => call("GET", `${root}/zookeeper-groups/${enc(arg)}`)
     : () => call("GET", `/groups/${enc(arg)}`);
@@ -32,7 +32,9 @@ export async function render(main, { arg, params, stillCurrent }) {
   const recorded = await call("GET", `${base}/lag-history`);
   if (!stillCurrent()) return;
   const history = recorded.points.map((p) => ({ time_ms: p.time_ms, lag: p.total_lag, recorded: true }));
+  let latest = null;
   const paint = (view) => {
+    latest = view;
     history.push({ time_ms: Date.now(), lag: totalLag(view), recorded: false });
     while (history.length > HISTORY) history.shift();
     const chart = lagChart(history, recorded, every);
@@ -84,11 +86,6 @@ function lagChart(history, recorded, every) {
     h("h2", { id: "lag-history-title" }, "Lag over time"),
     h("p", { class: "muted", id: "lag-history-source" }, `Total lag ${since}; highest ${top}.`),
     chart);
-}
-
-function zkNote() {
-  return h("p", { class: "muted" },
-    "A ZooKeeper-era group: its consumers coordinate through ZooKeeper and commit their offsets there; the console shows it read-only.");
 }
 
 function problemCell(problem) {
@@ -185,7 +182,35 @@ function administer(group, base) {
       outcome.replaceChildren(failure(error));
     }
   };
+  return h("section", { "aria-labelledby": "admin-title" },
+    h("h2", { id: "admin-title" }, "Reset offsets or delete"),
+    h("p", { class: "muted" }, "A reset commits only while the group has no members; a dry run shows what it would commit."),
+    h("form", { class: "inline", onsubmit: (e) => { e.preventDefault(); reset(true); } },
+      field("Topic to reset", topic), field("Reset to", to), field("Offset", offset),
+      h("button", { type: "submit" }, "Preview (dry run)"),
+      h("button", { type: "button", class: "danger", onclick: () => reset(false) }, "Reset offsets")),
+    deleteButton(group, base, outcome, () => {
+      // Its coordinator will not touch a group with a node it cannot read.
+      const view = latest();
+      if (!view) return null;
+      const broken = [
+        ...view.members.filter((m) => m.problem).map((m) => `the registration of ${m.consumer_id}`),
+        ...view.partitions.filter((p) => p.problem).map((p) => `the nodes of ${p.topic}-${p.partition}`),
+        ...view.problems,
+      ];
+      return broken.length ? `${broken.join("; ")}: unreadable, so its coordinator will not handle the group; fix or remove them first.` : null;
+    }),
+    outcome);
+}
+
+// ``refusal()`` may name why the group cannot be deleted now, before anything is asked.
+function deleteButton(group, base, outcome, refusal = () => null) {
   const remove = async () => {
+    const why = refusal();
+    if (why) {
+      outcome.replaceChildren(h("div", { class: "error", role: "alert" }, h("strong", {}, "Not deleted: "), why));
+      return;
+    }
     if (!(await confirmTyped(`Delete group ${group} and its committed offsets?`, group))) return;
     // No redraw may ask for the group once it is gone.
     await stop();
@@ -196,13 +221,28 @@ function administer(group, base) {
       outcome.replaceChildren(failure(error));
     }
   };
+  return h("button", { type: "button", class: "danger", onclick: remove }, "Delete group…");
+}
+
+// A ZooKeeper-era group is read-only but for deleting it, which its coordinator does only while
+// no consumer is registered (as Kafka's ``kafka-consumer-groups.sh --zookeeper --delete``).
+function zkAdminister(group, base, latest) {
+  const outcome = h("div", { "aria-live": "polite", id: "group-outcome" });
   return h("section", { "aria-labelledby": "admin-title" },
-    h("h2", { id: "admin-title" }, "Reset offsets or delete"),
-    h("p", { class: "muted" }, "A reset commits only while the group has no members; a dry run shows what it would commit."),
-    h("form", { class: "inline", onsubmit: (e) => { e.preventDefault(); reset(true); } },
-      field("Topic to reset", topic), field("Reset to", to), field("Offset", offset),
-      h("button", { type: "submit" }, "Preview (dry run)"),
-      h("button", { type: "button", class: "danger", onclick: () => reset(false) }, "Reset offsets")),
-    h("button", { type: "button", class: "danger", onclick: remove }, "Delete group…"),
+    h("h2", { id: "admin-title" }, "Delete"),
+    h("p", { class: "muted" },
+      "A ZooKeeper-era group: its consumers coordinate through ZooKeeper and commit their offsets there, so the console only reads it, ",
+      "and deletes it (its offsets with it) only while no consumer is registered."),
+    deleteButton(group, base, outcome, () => {
+      // Its coordinator will not touch a group with a node it cannot read.
+      const view = latest();
+      if (!view) return null;
+      const broken = [
+        ...view.members.filter((m) => m.problem).map((m) => `the registration of ${m.consumer_id}`),
+        ...view.partitions.filter((p) => p.problem).map((p) => `the nodes of ${p.topic}-${p.partition}`),
+        ...view.problems,
+      ];
+      return broken.length ? `${broken.join("; ")}: unreadable, so its coordinator will not handle the group; fix or remove them first.` : null;
+    }),
     outcome);
 }
