@@ -189,17 +189,7 @@ function administer(group, base) {
       field("Topic to reset", topic), field("Reset to", to), field("Offset", offset),
       h("button", { type: "submit" }, "Preview (dry run)"),
       h("button", { type: "button", class: "danger", onclick: () => reset(false) }, "Reset offsets")),
-    deleteButton(group, base, outcome, () => {
-      // Its coordinator will not touch a group with a node it cannot read.
-      const view = latest();
-      if (!view) return null;
-      const broken = [
-        ...view.members.filter((m) => m.problem).map((m) => `the registration of ${m.consumer_id}`),
-        ...view.partitions.filter((p) => p.problem).map((p) => `the nodes of ${p.topic}-${p.partition}`),
-        ...view.problems,
-      ];
-      return broken.length ? `${broken.join("; ")}: unreadable, so its coordinator will not handle the group; fix or remove them first.` : null;
-    }),
+    deleteButton(group, base, outcome),
     outcome);
 }
 
