@@ -28,10 +28,16 @@ from pafka.zk.znodes import ConsumerGroupZNodes as Z
 from pafka.zk.znodes import ZkConsumerRegistration
 from tests.integration.console_page import NOT_YET, WAIT_MS, console, row
 
-# The console tests' fixtures: one browser for the module, and the screenshots' folder.
-from tests.integration.test_console_browser import chromium, shots
+# The console tests' fixtures: one browser for the module, the screenshots' folder, and a
+# gateway of its own asking for tokens.
+from tests.integration.test_console_browser import (
+    ADMIN_TOKEN,
+    chromium,
+    guarded_gateway,
+    shots,
+)
 
-FIXTURES = (chromium, shots)
+FIXTURES = (chromium, guarded_gateway, shots)
 
 ZOOKEEPER_GROUPS = 120
 PAGE = 100
@@ -246,6 +252,35 @@ def test_a_groups_lag_is_drawn_from_before_its_page_opened(
 
 def _cluster_id(base_url: str) -> str:
     return str(httpx.get(f"{base_url}/v3/clusters", timeout=30).json()["data"][0]["cluster_id"])
+
+
+def test_the_group_views_ask_for_credentials_like_every_rest_route(
+    cluster: Any, guarded_gateway: str
+) -> None:
+    topic, group = (
+        f"console-rights-{uuid.uuid4().hex[:8]}",
+        f"console-rights-{uuid.uuid4().hex[:8]}",
+    )
+    cluster.create_topic(topic, partitions=1, replication_factor=1)
+    _set(cluster.zk, Z.offset_path(group, topic, 0), b"0")
+    root = f"{guarded_gateway}/v3/clusters/{_cluster_id(cluster.gateways[0])}"
+    views = [
+        f"{root}/group-search?q={group}",
+        f"{root}/zookeeper-groups/{group}",
+        f"{root}/consumer-groups/{group}/lag-history",
+    ]
+    try:
+        for url in views:
+            assert httpx.get(url, timeout=30).status_code == 401, url
+        auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        found, view, history = (httpx.get(url, headers=auth, timeout=30) for url in views)
+        assert [g["consumer_group_id"] for g in found.json()["data"]] == [group], found.text
+        assert [(p["topic"], p["committed_offset"]) for p in view.json()["partitions"]] == [
+            (topic, 0)
+        ], view.text
+        assert history.status_code == 200 and history.json()["group"] == group, history.text
+    finally:
+        cluster.zk.delete(Z.group_path(group), recursive=True)
 
 
 # Benchmark mode: PAFKA_CONSOLE_BENCH_GROUPS=3000 times the group search with that many more
