@@ -238,7 +238,7 @@ def test_a_groups_lag_is_drawn_from_before_its_page_opened(
     with console(chromium, base_url) as browser:
         page = browser.open(f"/group/{group}?kind=zookeeper&refresh_ms=500")
         page.locator("#group-lag", has_text="1").wait_for(timeout=WAIT_MS)
-        assert page.locator("#lag-recorded").count() == 1
+        page.locator("#lag-recorded").wait_for(state="attached", timeout=WAIT_MS)
         source = page.locator("#lag-history-source").inner_text()
         assert "recorded by the active controller" in source, source
         chart = page.get_by_role("img", name="Total lag over the last")

@@ -28,10 +28,19 @@ export async function render(main, { arg, params, stillCurrent }) {
     ? () => call("GET", `${root}/zookeeper-groups/${enc(arg)}`)
     : () => call("GET", `/groups/${enc(arg)}`);
   // The active controller's record of the group's total lag from before the page opened,
-  // then each reading of this page appended.
-  const recorded = await call("GET", `${base}/lag-history`);
-  if (!stillCurrent()) return;
-  const history = recorded.points.map((p) => ({ time_ms: p.time_ms, lag: p.total_lag, recorded: true }));
+  // then each reading of this page appended. Asked beside the first reading, not before it:
+  // the record joins the line at the next redraw.
+  const history = [];
+  let recorded = { points: [], interval_ms: 0, note: "the controller's record is not here yet" };
+  call("GET", `${base}/lag-history`).then((answer) => {
+    recorded = answer;
+    const first = history.length ? history[0].time_ms : Infinity;
+    history.unshift(...answer.points.filter((p) => p.time_ms < first)
+      .map((p) => ({ time_ms: p.time_ms, lag: p.total_lag, recorded: true })));
+  }, (error) => {
+    // Without it the line starts at this page's first reading.
+    recorded = { points: [], interval_ms: 0, note: `the controller's record could not be read: ${error.message}` };
+  });
   let latest = null;
   const paint = (view) => {
     latest = view;
@@ -52,7 +61,7 @@ function totalLag(view) {
 
 function svg(tag, attrs) {
   const el = document.createElementNS(SVG, tag);
-  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, String(value));
+  for (const [name, value] of Object.entries(attrs)) if (value !== null) el.setAttribute(name, String(value));
   return el;
 }
 
@@ -79,6 +88,8 @@ function lagChart(history, recorded, every) {
   // The live line starts where the recorded one ends, so the two read as one.
   const joined = old.length ? [old[old.length - 1], ...live] : live;
   chart.append(svg("polyline", { id: "lag-line", class: old.length ? "live" : null, points: joined.map(at).join(" ") }));
+  const now = history[history.length - 1];
+  chart.append(svg("circle", { class: "now", cx: x(now).toFixed(1), cy: y(now).toFixed(1), r: 3 }));
   const since = old.length
     ? `recorded by the active controller every ${recorded.interval_ms / 1000} s from ${new Date(first).toLocaleTimeString()} (solid), then every ${every / 1000} s on this page (dashed)`
     : `every ${every / 1000} s since this page opened${recorded.note ? ` (${recorded.note})` : ""}`;
