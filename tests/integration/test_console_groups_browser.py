@@ -26,18 +26,15 @@ import pytest
 
 from pafka.zk.znodes import ConsumerGroupZNodes as Z
 from pafka.zk.znodes import ZkConsumerRegistration
+from tests.integration.chromium import browser_fixture, screenshots_fixture
 from tests.integration.console_page import NOT_YET, WAIT_MS, console, row
 
-# The console tests' fixtures: one browser for the module, the screenshots' folder, and a
-# gateway of its own asking for tokens.
-from tests.integration.test_console_browser import (
-    ADMIN_TOKEN,
-    chromium,
-    guarded_gateway,
-    shots,
-)
+# A gateway of its own asking for tokens, as the console's tests have it.
+from tests.integration.test_console_browser import ADMIN_TOKEN, guarded_gateway
 
-FIXTURES = (chromium, guarded_gateway, shots)
+FIXTURES = (guarded_gateway,)
+chromium = browser_fixture()
+shots = screenshots_fixture("console-groups-screenshots")
 
 ZOOKEEPER_GROUPS = 120
 PAGE = 100
