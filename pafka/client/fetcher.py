@@ -33,10 +33,12 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
+from pafka.protocol import fetch_request as fetch_request_codec
+from pafka.protocol.fetch_request import encode_fetch
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
 
-FETCH_VERSION = 11  # the last non-flexible version with leader epochs
+FETCH_VERSION = fetch_request_codec.VERSION  # the last non-flexible version with leader epochs
 LIST_OFFSETS_VERSION = 5
 EARLIEST = -2
 LATEST = -1
@@ -247,33 +249,16 @@ def fetch_request(
     max_bytes: int,
     wait_ms: int,
     isolation: IsolationLevel,
-) -> Any:
+) -> bytes:
     """A sessionless Fetch (v``FETCH_VERSION``) of one partition, as a consumer sends it."""
-    cls = request_class(ApiKey.FETCH)[FETCH_VERSION]
-    return cls(
-        replica_id=-1,
-        max_wait_ms=wait_ms,
-        min_bytes=1,
+    return encode_fetch(
+        topic,
+        partition,
+        offset,
+        leader_epoch=leader.leader_epoch,
         max_bytes=max_bytes,
+        max_wait_ms=wait_ms,
         isolation_level=int(isolation),
-        session_id=0,
-        session_epoch=-1,
-        topics=[
-            cls.FetchTopic(
-                topic=topic,
-                partitions=[
-                    cls.FetchTopic.FetchPartition(
-                        partition=partition,
-                        current_leader_epoch=leader.leader_epoch,
-                        fetch_offset=offset,
-                        log_start_offset=-1,
-                        partition_max_bytes=max_bytes,
-                    )
-                ],
-            )
-        ],
-        forgotten_topics_data=[],
-        rack_id="",
     )
 
 

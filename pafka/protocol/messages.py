@@ -83,6 +83,10 @@ from pafka.protocol.versions import SUPPORTED, ApiKey
 from pafka.protocol.wire import Buffer
 from pafka.storage.region import FileRegion
 
+# A non-flexible request header (v1): api_key, api_version, correlation_id, client_id's length.
+_REQUEST_HEADER = struct.Struct(">hhih")
+_FRAME_SIZE = struct.Struct(">i")
+
 HEADER_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 # A response frame: one buffer, or its pieces in order (written together, not joined).
 EncodedResponse = bytearray | list[Buffer | FileRegion]
@@ -279,7 +283,13 @@ def encode_response(
 def encode_request(
     api_key: ApiKey, version: int, body: Any, correlation_id: int, client_id: str
 ) -> bytes:
-    """Frame a request, for the places where a broker is itself a client (replication)."""
+    """Frame a request, for the places where a broker is itself a client (replication).
+    ``body`` may be bytes already written by hand (:mod:`pafka.protocol.fetch_request`), for a
+    version whose header is not flexible."""
+    if isinstance(body, bytes):
+        client = client_id.encode()
+        header = _REQUEST_HEADER.pack(api_key, version, correlation_id, len(client)) + client
+        return _FRAME_SIZE.pack(len(header) + len(body)) + header + body
     body.API_VERSION = version
     body.with_header(correlation_id=correlation_id, client_id=client_id)
     try:

@@ -14,9 +14,10 @@ first, and errors are REST Proxy JSON bodies.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Mapping
 
-from starlette.responses import StreamingResponse
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from pafka.client.batch_fetch import fetch_batches
 from pafka.client.isolation import IsolationLevel
@@ -69,7 +70,7 @@ async def read_batches(
     max_bytes: int | None,
     timeout_ms: int,
     isolation: str,
-) -> StreamingResponse:
+) -> Response:
     """The batches of ``topic``-``partition`` from ``offset``, within the gateway's limits."""
     await partition_state(ctx, topic, partition)
     settings = ctx.settings
@@ -92,10 +93,29 @@ async def read_batches(
         LAST_STABLE_OFFSET: str(result.last_stable_offset),
         LOG_START_OFFSET: str(result.log_start_offset),
     }
-    return StreamingResponse(_chunks(result.chunks), media_type=MEDIA_TYPE, headers=headers)
+    return ChunksResponse(result.chunks, headers)
 
 
-async def _chunks(chunks: list[memoryview]) -> AsyncIterator[memoryview]:
-    # An async iterator: Starlette runs a plain iterator on a worker thread.
-    for chunk in chunks:
-        yield chunk
+class ChunksResponse(Response):
+    """A body already in memory as views of the Fetch answer, sent as they are (no copy).
+
+    Not a ``StreamingResponse``: that runs a task group per answer to listen for the client
+    going away while it streams, which costs a small read more than all its other work; with
+    every chunk in hand there is nothing to stop early (a send to a client that left is
+    dropped)."""
+
+    media_type = MEDIA_TYPE
+
+    def __init__(self, chunks: list[memoryview], headers: Mapping[str, str]) -> None:
+        self.chunks = chunks
+        self.status_code = 200
+        self.background = None
+        self.init_headers(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        last = len(self.chunks) - 1
+        for i, chunk in enumerate(self.chunks):
+            await send({"type": "http.response.body", "body": chunk, "more_body": i < last})
+        if last < 0:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
