@@ -101,7 +101,11 @@ def create_app(handler: ControlHandler, registry: Any, secret: str | None = None
         return JSONResponse(handler.status())
 
     @app.get("/metrics")
-    async def metrics() -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+    async def metrics(request: Request) -> Response:
+        # ``?name[]=...`` selects series by name, as prometheus_client's own exposition does:
+        # a reader of a few counters need not make a broker render every partition's series.
+        names = request.query_params.getlist("name[]")
+        chosen = registry.restricted_registry(names) if names else registry
+        return Response(generate_latest(chosen), media_type=CONTENT_TYPE_LATEST)
 
     return app

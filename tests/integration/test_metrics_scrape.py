@@ -339,6 +339,19 @@ def test_messages_in_grew_by_exactly_what_was_produced(workload: Workload) -> No
     )
 
 
+def test_a_broker_renders_only_the_series_asked_for_by_name(
+    workload: Workload, cluster: ClusterHandle
+) -> None:
+    broker = cluster.local.brokers()[0]
+    wanted = ["kafka_server_brokertopicmetrics_messagesin_total"]
+    response = httpx.get(f"{broker.http_url}/metrics", params={"name[]": wanted}, timeout=30)
+    assert response.status_code == 200, response.text
+    found = {s.name for f in text_string_to_metric_families(response.text) for s in f.samples}
+    assert found == set(wanted)
+    everything = names(workload.after.brokers[broker.id])
+    assert len(everything) > len(found)
+
+
 def test_broker_requests_latency_and_replica_state(workload: Workload) -> None:
     brokers = list(workload.after.brokers.values())
     before = list(workload.before.brokers.values())
