@@ -15,7 +15,13 @@ from pafka.errors import PafkaError
 from pafka.eventloop import use_uvloop
 from pafka.httpserver import start_http
 from pafka.security.tls import ReloadingContext, reload_forever
-from pafka.service import configure_logging, load_settings, serve, wait_for_termination
+from pafka.service import (
+    configure_logging,
+    freeze_startup_objects,
+    load_settings,
+    serve,
+    wait_for_termination,
+)
 from services.gateway.app import create_app
 from services.gateway.context import open_context
 from services.gateway.settings import GatewaySettings
@@ -47,6 +53,7 @@ async def run(
         )
         if tls is not None:
             reloader = asyncio.create_task(reload_forever(tls, settings.https_reload_interval_ms))
+        freeze_startup_objects()
         scheme = "HTTPS" if tls else "HTTP"
         log.info("gateway serving REST over %s on %s:%d", scheme, settings.host, settings.port)
         if on_serving is not None:
