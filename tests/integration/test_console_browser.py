@@ -334,6 +334,9 @@ def test_benchmark_the_console_on_many_partitions(
             total = page.locator(".card", has_text="Partitions").locator(
                 "dd", has_text=str(BENCH_PARTITIONS)
             )
+            # The first view after the topics were made also waits for the brokers to finish
+            # making them and fills the gateway's metadata: reported apart, as a first load.
+            first_overview = timed_load(page, f"{base_url}/ui#/overview", total)
             overview = [
                 timed_load(page, f"{base_url}/ui#/overview", total) for _ in range(BENCH_LOADS)
             ]
@@ -349,7 +352,8 @@ def test_benchmark_the_console_on_many_partitions(
                 for _ in range(BENCH_LOADS)
             ]
     print(
-        f"console benchmark, {BENCH_PARTITIONS} partitions, best of {BENCH_LOADS}: "
+        f"console benchmark, {BENCH_PARTITIONS} partitions, first overview "
+        f"{first_overview:.3f} s; then best of {BENCH_LOADS}: "
         f"overview {min(overview):.3f} s, topic search {min(topics):.3f} s, "
         f"a topic's first 100 partitions with offsets {min(partitions):.3f} s "
         f"(all: {overview}, {topics}, {partitions})"
