@@ -263,8 +263,11 @@ def _stored(value: Any) -> bytes:
 
 
 def _decoded(value: Any) -> bytes:
-    """A binary key or value as stored, refused without naming it (see _plain_records)."""
-    return _b64(value, INVALID_VALUE, "")
+    """A binary key or value as stored, refused without naming it (see _plain_records): what
+    ``base64.b64decode(value, validate=True)`` gives, without its Python wrapper (a seventh of
+    a binary produce's gateway time). Anything but an ASCII string raises TypeError or
+    ValueError, bad base64 binascii.Error, as the wrapper would."""
+    return binascii.a2b_base64(value, strict_mode=True)
 
 
 def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord] | None:
