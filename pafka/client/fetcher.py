@@ -33,12 +33,12 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
-from pafka.protocol import fetch_request as fetch_request_codec
+from pafka.protocol.fetch_request import VERSION as FETCH_REQUEST_VERSION
 from pafka.protocol.fetch_request import encode_fetch
 from pafka.protocol.messages import request_class
 from pafka.protocol.versions import ApiKey
 
-FETCH_VERSION = fetch_request_codec.VERSION  # the last non-flexible version with leader epochs
+FETCH_VERSION = FETCH_REQUEST_VERSION  # the last non-flexible version with leader epochs
 LIST_OFFSETS_VERSION = 5
 EARLIEST = -2
 LATEST = -1

@@ -15,7 +15,6 @@ formats, because headers are bytes whatever the record format. Every refusal is 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import enum
 import json
@@ -209,8 +208,8 @@ def _b64(value: Any, code: int, what: str) -> bytes:
     if not isinstance(value, str):
         raise RestError(code, f"{what} must be a base64 string or null")
     try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
+        return _decoded(value)
+    except ValueError:  # binascii.Error included
         raise RestError(code, f"{what} is not valid base64") from None
 
 
