@@ -24,10 +24,12 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import NamedTuple
 
 from pafka.client import produce_batching
 from pafka.client.cluster import ClusterClient
+from pafka.client.plain_batch import build_plain_columns
 from pafka.errors import (
     BrokerUnreachableError,
     LeaderNotAvailableError,
@@ -122,11 +124,44 @@ class Producer:
             )
         else:  # the common send: keys and values only, batched with others at the flush
             pairs = [(r.key, r.value) for r in records]
+        return await self._sent(topic, partition, pairs, batch, now, len(records), acks)
+
+    async def send_columns(
+        self,
+        topic: str,
+        partition: int,
+        keys: Sequence[bytes] | None,
+        values: Sequence[bytes],
+        acks: int = -1,
+    ) -> Appended:
+        """:meth:`send` of plain records held as columns (every key null when ``keys`` is
+        None): a send small enough to share a batch is parked as pairs, a larger one is built
+        into its batch at once, from the columns."""
+        now = int(time.time() * 1000)
+        count = len(values)
+        if count <= produce_batching.MERGE_MAX_RECORDS:
+            pairs: list[tuple[bytes | None, bytes | None]] = list(
+                zip(repeat(None, count) if keys is None else keys, values, strict=True)
+            )
+            return await self._sent(topic, partition, pairs, None, now, count, acks)
+        batch = build_plain_columns(keys, values, now)
+        return await self._sent(topic, partition, None, batch, now, count, acks)
+
+    async def _sent(
+        self,
+        topic: str,
+        partition: int,
+        pairs: list[tuple[bytes | None, bytes | None]] | None,
+        batch: bytes | None,
+        timestamp_ms: int,
+        count: int,
+        acks: int,
+    ) -> Appended:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Appended] = loop.create_future()
         deadline = loop.time() + self.request_timeout_ms / 1000
         self._park(
-            _Parked(topic, partition, pairs, batch, now, len(records), acks, future, deadline)
+            _Parked(topic, partition, pairs, batch, timestamp_ms, count, acks, future, deadline)
         )
         return await future
 

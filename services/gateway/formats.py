@@ -19,7 +19,6 @@ import binascii
 import enum
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -28,6 +27,7 @@ from pydantic import BaseModel, Field
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
 from services.gateway import exact_json
+from services.gateway.plain_columns import PlainColumns, read_columns
 
 V2 = "application/vnd.kafka.v2+json"
 V2_JSON = "application/vnd.kafka.json.v2+json"
@@ -63,12 +63,47 @@ class ErrorBody(BaseModel):
     message: str = Field(examples=["topic 'orders' does not exist"])
 
 
-@dataclass(frozen=True)
 class ProduceBody:
-    """A parsed produce request: the records, and the partition each one named (or None)."""
+    """A parsed produce request: the records, and the partition each one named (or None).
 
-    records: list[OutgoingRecord]
-    partitions: list[int | None]
+    A body of plain records (string keys and values, nothing else) is held as :attr:`columns`
+    too, which the common write takes without a tuple per record; its :attr:`records` are made
+    only when something asks for them."""
+
+    def __init__(
+        self,
+        records: list[OutgoingRecord] | None,
+        partitions: list[int | None] | None,
+        columns: PlainColumns | None = None,
+    ) -> None:
+        assert records is not None or columns is not None
+        self._records = records
+        self._partitions = partitions
+        self.columns = columns
+
+    @property
+    def records(self) -> list[OutgoingRecord]:
+        if self._records is None:
+            assert self.columns is not None
+            self._records = self.columns.records()
+        return self._records
+
+    @property
+    def partitions(self) -> list[int | None]:
+        if self._partitions is None:
+            count = len(self.columns.values if self.columns is not None else self.records)
+            self._partitions = [None] * count
+        return self._partitions
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ProduceBody):
+            return NotImplemented
+        return (self.records, self.partitions) == (other.records, other.partitions)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ProduceBody({self.records!r}, {self.partitions!r})"
 
 
 # -- content negotiation -----------------------------------------------------------------------
@@ -308,9 +343,10 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
 def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> ProduceBody:
     """The records of a produce body, or the :class:`RestError` that says what is wrong.
 
-    Runs for every produce request: the common request (keys and values only) is read in one
-    pass (:func:`_plain_records`), any other record field by field (:func:`parse_items`), the
-    text naming a record built only for a refusal."""
+    Runs for every produce request: the common request (string keys and values only) is read as
+    columns (:mod:`services.gateway.plain_columns`), one of keys and values of other JSON types
+    in one pass (:func:`_plain_records`), any other record field by field
+    (:func:`parse_items`), the text naming a record built only for a refusal."""
     loaded = load_body(body)
     if not isinstance(loaded, dict) or not isinstance(loaded.get("records"), list):
         raise RestError(INVALID_REQUEST, 'the body must be {"records": [...]}')
@@ -321,6 +357,9 @@ def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> Prod
         raise RestError(
             TOO_MANY_RECORDS, f"{len(items)} records in one request; the limit is {max_records}"
         )
+    columns = read_columns(items, binary=fmt is EmbeddedFormat.BINARY)
+    if columns is not None:
+        return ProduceBody(None, None, columns)
     plain = _plain_records(items, fmt)
     if plain is not None:
         return ProduceBody(plain, [None] * len(plain))

@@ -10,6 +10,7 @@ put them out of order.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from fastapi import Request
@@ -139,16 +140,27 @@ _NO_ERROR = ',"error_code":null,"error":null}'
 _BULK_FROM = 8  # records: below, the transposition costs more than it saves
 
 
+_WRITTEN = '{{"partition":{},"offset":{},"error_code":null,"error":null}}'
+
+
+def written_body(partitions: Sequence[int], offsets: Iterable[int]) -> bytes:
+    """The 200 body of records written at these partitions and offsets, byte for byte as
+    ``JSONResponse`` writes it, with no dict or Python step per record."""
+    if partitions.count(partitions[0]) == len(partitions):
+        # Most answers: one partition, rendered in one join.
+        start = f'{{"partition":{partitions[0]},"offset":'
+        between = f"{_NO_ERROR},{start}"
+        return f"{_HEAD}{start}{between.join(map(str, offsets))}{_NO_ERROR}]}}".encode()
+    return f"{_HEAD}{','.join(map(_WRITTEN.format, partitions, offsets))}]}}".encode()
+
+
 def _written(results: list[Result]) -> bytes:
     """The 200 body, byte for byte as ``JSONResponse`` writes it, without a dict per record:
     every value is an integer or null."""
     if len(results) >= _BULK_FROM:
         partitions, offsets = list(zip(*results, strict=True))[:2]  # transposed in C
-        if None not in offsets and partitions.count(partitions[0]) == len(partitions):
-            # Most answers: one partition, every offset known, rendered in one join.
-            start = f'{{"partition":{partitions[0]},"offset":'
-            between = f"{_NO_ERROR},{start}"
-            return f"{_HEAD}{start}{between.join(map(str, offsets))}{_NO_ERROR}]}}".encode()
+        if None not in offsets:
+            return written_body(partitions, offsets)
     each = ",".join(
         [
             f'{{"partition":{r.partition},"offset":{"null" if r.offset is None else r.offset},'

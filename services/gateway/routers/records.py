@@ -20,6 +20,7 @@ from pafka.client.fetcher import fetch, offsets
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import RestError
 from services.gateway import batch_reads, idempotency
+from services.gateway.column_produce import write_columns
 from services.gateway.context import Ctx, GatewayContext, context
 from services.gateway.formats import (
     INVALID_REQUEST,
@@ -231,6 +232,9 @@ async def _produce(
     for partition in sorted(named):
         await partition_state(ctx, topic, partition)
     count = len((await topic_info(ctx, topic, refresh=False)).partitions)
+    columns = body.columns
+    if key is None and columns is not None and (fixed is not None or columns.keys is None):
+        return await write_columns(ctx, topic, columns, fixed, count, ACKS[acks])
     targets = choose_partitions(body, fixed, count, keyless.take(count))
     if key is None:
         no_results: list[Result | None] = [None] * len(body.records)

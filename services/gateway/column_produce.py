@@ -1,0 +1,172 @@
+"""The common produce request written from its columns, with no Python step per record.
+
+A body of plain records (:class:`~services.gateway.plain_columns.PlainColumns`) posted to a
+partition, or posted to a topic with every key null, needs no per-record decision: its records
+go to the path's partition, or round-robin over the topic's partitions, so each partition's
+share of them is a slice of the columns (every ``partitions``-th record). Each share is cut into
+runs of about :data:`~services.gateway.produce.BATCH_TARGET_BYTES`, each run is one
+:meth:`~pafka.client.producer.Producer.send_columns`, and the 200 body is rendered from the
+runs' base offsets.
+
+What a client observes is :func:`services.gateway.produce.write`'s: the same partitions, the same
+batches, records of a partition sent in order, and after a failed run the partition's later
+runs not sent at all (reported as not sent), the answer then listing every record's outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import accumulate, chain, repeat
+
+from fastapi.responses import Response
+
+from pafka.errors import PafkaError, RestError
+from services.gateway import errors
+from services.gateway.context import GatewayContext
+from services.gateway.formats import V2
+from services.gateway.plain_columns import PlainColumns
+from services.gateway.produce import (
+    BATCH_TARGET_BYTES,
+    RECORD_OVERHEAD_BYTES,
+    Result,
+    answer,
+    keyless,
+    written_body,
+)
+
+
+@dataclass
+class Run:
+    """Records ``positions`` of the request, sent to ``partition`` as one send."""
+
+    partition: int
+    positions: range
+    base_offset: int | None = None
+    error: PafkaError | None = None
+    held: bool = False  # not sent: an earlier run of its partition failed
+
+
+def shares(count: int, fixed: int | None, partitions: int, keyless_start: int) -> list[Run]:
+    """Each partition's records of the request, as a range of positions: all of them for a
+    partition named in the path, else round-robin from the ``keyless_start``-th partition
+    (record ``i`` to ``(keyless_start + i) % partitions``, as ``spread`` places them)."""
+    if fixed is not None:
+        return [Run(fixed, range(count))]
+    return [
+        Run((keyless_start + first) % partitions, range(first, count, partitions))
+        for first in range(min(partitions, count))
+    ]
+
+
+def runs(columns: PlainColumns, share: Run, whole_fits: bool) -> list[Run]:
+    """``share`` cut into consecutive runs of about ``BATCH_TARGET_BYTES`` (a record larger
+    than that alone), as :func:`services.gateway.produce.batches` cuts them."""
+    if whole_fits:
+        return [share]
+    positions = share.positions
+    picked = _picked(positions)
+    weights = map(RECORD_OVERHEAD_BYTES.__add__, map(len, columns.values[picked]))
+    if columns.keys is not None:
+        weights = map(int.__add__, weights, map(len, columns.keys[picked]))
+    ends = [0, *accumulate(weights)]
+    cut: list[Run] = []
+    first = 0
+    while first < len(positions):
+        last = bisect_right(ends, ends[first] + BATCH_TARGET_BYTES) - 1
+        last = max(last, first + 1)
+        cut.append(Run(share.partition, positions[first:last]))
+        first = last
+    return cut
+
+
+def _fits_whole(columns: PlainColumns) -> bool:
+    size = sum(map(len, columns.values)) + RECORD_OVERHEAD_BYTES * len(columns.values)
+    if columns.keys is not None:
+        size += sum(map(len, columns.keys))
+    return size <= BATCH_TARGET_BYTES
+
+
+async def _send_share(
+    ctx: GatewayContext, topic: str, columns: PlainColumns, share: list[Run], acks: int
+) -> None:
+    for n, run in enumerate(share):
+        picked = _picked(run.positions)
+        keys = None if columns.keys is None else columns.keys[picked]
+        try:
+            # The producer settles every send within its request timeout and a grace period.
+            appended = await ctx.producer.send_columns(
+                topic, run.partition, keys, columns.values[picked], acks
+            )
+        except PafkaError as error:
+            if error.retriable:
+                # As produce.write: the leader may have moved, the next request looks it up.
+                ctx.cluster.forget(topic)
+            run.error = error
+            held = RestError(
+                errors.KAFKA_RETRIABLE_ERROR,
+                f"not sent: an earlier record for partition {run.partition} failed "
+                f"({error.message})",
+            )
+            for later in share[n + 1 :]:
+                later.error, later.held = held, True
+            return
+        run.base_offset = appended.base_offset
+
+
+def answer_runs(count: int, sent: list[Run]) -> Response:
+    if any(run.error is not None for run in sent):
+        return _answer_failed(count, sent)
+    offsets = [range(r.base_offset or 0, (r.base_offset or 0) + len(r.positions)) for r in sent]
+    if all(run.partition == sent[0].partition for run in sent):  # in position order
+        return Response(written_body([sent[0].partition], chain(*offsets)), media_type=V2)
+    by_position, partitions = [0] * count, [0] * count
+    for run, written in zip(sent, offsets, strict=True):
+        picked = _picked(run.positions)
+        partitions[picked] = repeat(run.partition, len(run.positions))
+        by_position[picked] = written
+    return Response(written_body(partitions, by_position), media_type=V2)
+
+
+def _answer_failed(count: int, sent: list[Run]) -> Response:
+    """Every record's outcome, as :func:`services.gateway.produce.answer` words it."""
+    results: list[Result] = [Result(0)] * count
+    for run in sent:
+        size = len(run.positions)
+        if run.error is None:
+            base = run.base_offset or 0
+            outcomes = [Result(run.partition, offset) for offset in range(base, base + size)]
+        else:
+            retriable = run.held or run.error.retriable
+            outcomes = [Result(run.partition, error=run.error, retriable=retriable)] * size
+        results[_picked(run.positions)] = outcomes
+    return answer(results)
+
+
+def _picked(positions: range) -> slice:
+    return slice(positions.start, positions.stop, positions.step)
+
+
+async def write_columns(
+    ctx: GatewayContext,
+    topic: str,
+    columns: PlainColumns,
+    fixed: int | None,
+    partitions: int,
+    acks: int,
+) -> Response:
+    """Write ``columns`` to the path's partition ``fixed``, or (None) round-robin over the
+    topic's ``partitions``, and answer as a produce request is answered."""
+    count = len(columns.values)
+    start = keyless.take(partitions)  # taken for every request, as produce.write's caller does
+    whole_fits = _fits_whole(columns)
+    planned = [
+        runs(columns, share, whole_fits) for share in shares(count, fixed, partitions, start)
+    ]
+    sends = [_send_share(ctx, topic, columns, share, acks) for share in planned]
+    if len(sends) == 1:  # most requests: no task to spawn
+        await sends[0]
+    else:
+        await asyncio.gather(*sends)
+    return answer_runs(count, [run for share in planned for run in share])

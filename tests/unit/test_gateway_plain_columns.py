@@ -1,0 +1,131 @@
+"""Plain produce bodies read and built as columns, against what they stand in for: base64
+decoded value by value in strict mode, the record-by-record parse, and ``build_batch``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pafka.client.plain_batch import build_plain_columns
+from pafka.records.encoding import build_batch
+from services.gateway.formats import EmbeddedFormat, load_json, parse_items, parse_produce
+from services.gateway.plain_columns import decode_base64_column, read_columns
+
+
+def _strict_each(texts: list[str]) -> list[bytes] | None:
+    try:
+        return [binascii.a2b_base64(text, strict_mode=True) for text in texts]
+    except (binascii.Error, ValueError):
+        return None
+
+
+valid_base64 = st.binary(max_size=40).map(lambda data: base64.b64encode(data).decode())
+
+
+@st.composite
+def damaged_base64(draw: st.DrawFn) -> str:
+    """Valid base64 with a character put in, taken out or replaced, padding among them."""
+    text = draw(valid_base64)
+    at = draw(st.integers(0, len(text)))
+    char = draw(st.sampled_from(["=", "==", "A", "+", "/", "-", "_", " ", "\n", "é", "\x00"]))
+    how = draw(st.sampled_from(["insert", "remove", "replace"]))
+    if how == "insert":
+        return text[:at] + char + text[at:]
+    if how == "remove":
+        return text[:at] + text[at + 1 :]
+    return text[:at] + char + text[at + len(char) :]
+
+
+base64_texts = st.lists(valid_base64 | damaged_base64() | st.text(max_size=8), max_size=12)
+
+
+@given(base64_texts)
+def test_a_column_decodes_as_each_text_does(texts: list[str]) -> None:
+    decoded, expected = decode_base64_column(texts), _strict_each(texts)
+    # None where each text is refused, and where a text is taken but not in plain padded form
+    # (strict mode takes "AAAA=": the caller then decodes text by text).
+    assert decoded == expected or (decoded is None and any(len(t) % 4 for t in texts))
+
+
+@given(st.lists(valid_base64, min_size=1, max_size=30))
+def test_valid_columns_are_always_taken(texts: list[str]) -> None:
+    assert decode_base64_column(texts) == [base64.b64decode(t) for t in texts]
+
+
+def _outcome(raw: bytes, fmt: EmbeddedFormat) -> Any:
+    try:
+        return parse_produce(raw, fmt, max_records=100)
+    except Exception as exc:  # the refusal itself is compared
+        return (type(exc), str(exc))
+
+
+def _full(raw: bytes, fmt: EmbeddedFormat) -> Any:
+    try:
+        return parse_items(load_json(raw)["records"], fmt)
+    except Exception as exc:
+        return (type(exc), str(exc))
+
+
+plain_items = st.lists(
+    st.fixed_dictionaries(
+        {"value": valid_base64 | damaged_base64() | st.text(max_size=6)},
+        optional={"key": valid_base64 | st.none() | st.text(max_size=4)},
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+@given(plain_items, st.sampled_from(list(EmbeddedFormat)))
+def test_plain_bodies_parse_as_record_by_record(items: list[Any], fmt: EmbeddedFormat) -> None:
+    raw = json.dumps({"records": items}).encode()
+    assert _outcome(raw, fmt) == _full(raw, fmt)
+
+
+def test_columns_take_only_string_keys_and_values() -> None:
+    value = base64.b64encode(b"v").decode()
+    assert read_columns([{"value": value}], binary=True) is not None
+    assert read_columns([{"value": value, "key": value}], binary=True) is not None
+    assert read_columns([{"value": None}], binary=True) is None  # a tombstone
+    assert read_columns([{"value": 1}], binary=False) is None
+    assert read_columns([{"value": value, "partition": 0}], binary=True) is None
+    assert read_columns([{"value": value}, [value]], binary=True) is None
+    assert read_columns([{"value": value, "key": 5}], binary=False) is None
+    assert read_columns([{"value": "\ud800"}], binary=False) is None  # orjson refuses it
+
+
+columns = st.integers(1, 40).flatmap(
+    lambda n: st.tuples(
+        st.none() | st.lists(st.binary(max_size=30), min_size=n, max_size=n),
+        st.lists(st.binary(max_size=30), min_size=n, max_size=n),
+    )
+)
+
+
+@given(columns, st.integers(0, 2**62))
+def test_column_batches_are_build_batch_bytes(
+    keys_values: tuple[list[bytes] | None, list[bytes]], timestamp_ms: int
+) -> None:
+    keys, values = keys_values
+    pairs = zip([None] * len(values) if keys is None else keys, values, strict=True)
+    expected = build_batch(
+        [(k, v, ()) for k, v in pairs], timestamps_ms=[timestamp_ms] * len(values)
+    )
+    assert build_plain_columns(keys, values, timestamp_ms) == expected
+
+
+def test_column_batches_beyond_the_small_varints_and_column_limit() -> None:
+    for keys, values in [
+        (None, [b"v" * 9_000, b"w"]),  # a value length of two bytes and more
+        ([b"k" * 8_190], [b"v"]),  # a record size beyond the small varints
+        (None, [b"x"] * 9_000),  # more records than the column build's heads
+        ([b"k", None], [b"a", b"b"]),  # null and other keys mixed
+    ]:
+        pairs = zip([None] * len(values) if keys is None else keys, values, strict=True)
+        expected = build_batch([(k, v, ()) for k, v in pairs], timestamps_ms=[7] * len(values))
+        assert build_plain_columns(keys, values, 7) == expected  # type: ignore[arg-type]
