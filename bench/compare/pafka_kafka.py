@@ -182,6 +182,11 @@ def linger_ms(workload: Workload) -> int:
     return LINGER_MS if workload.rate_per_s is None else PACED_LINGER_MS
 
 
+# What one partition's fetch may bring: the consumers of the comparison, over Kafka's protocol and
+# over REST, read in fetches of this size (see consumer_config on librdkafka's queue).
+PARTITION_FETCH_BYTES = 10 * 1024 * 1024
+
+
 def consumer_config(bootstrap: str, topic: str, worker: int = 0) -> dict[str, Any]:
     return {
         "bootstrap.servers": bootstrap,
@@ -194,7 +199,7 @@ def consumer_config(bootstrap: str, topic: str, worker: int = 0) -> dict[str, An
         "enable.auto.commit": True,
         "fetch.wait.max.ms": 100,
         "fetch.max.bytes": 50 * 1024 * 1024,
-        "max.partition.fetch.bytes": 10 * 1024 * 1024,
+        "max.partition.fetch.bytes": PARTITION_FETCH_BYTES,
         # One 10 MiB partition fetch of 100-byte records passes librdkafka's queued.min.messages
         # (100k) at once, and it then stops fetching for fetch.queue.backoff.ms, 1 s by default:
         # the consumer stalls whatever the broker does (measured at ~190k instead of 1.1M

@@ -10,7 +10,8 @@ minimal HTTP/1.1 client, so the gateway is what is measured, not an HTTP library
 number of records.
 
 Consumers use the stateless range reads (``GET /topics/{t}/partitions/{p}/records``, long-polled
-with ``timeout_ms``), not group membership: consumer ``w`` of ``C`` reads partitions ``p`` with
+with ``timeout_ms``, each asking as many bytes as the Kafka-protocol consumer's partition
+fetch), not group membership: consumer ``w`` of ``C`` reads partitions ``p`` with
 ``p % C == w`` (whole partitions, as a group would give them) from offset 0, one connection
 per partition. So no join, heartbeat or commit is measured. They ask for the batch format
 (``application/vnd.pafka.batches``), what a program reading REST in bulk uses (the JSON
@@ -51,7 +52,10 @@ BINARY = "application/vnd.kafka.binary.v2+json"
 BATCHES = "application/vnd.pafka.batches"
 IN_FLIGHT = 8
 BATCH_RECORDS = 500
-READ_RECORDS = 5000
+# A read brings what the Kafka-protocol consumer's partition fetch may (the gateway caps it at
+# its PAFKA_GATEWAY_MAX_FETCH_BYTES, 8 MiB by default); a record count would cap it lower for
+# small records, and a reader that fell behind could not catch up a fetch at a time.
+READ_BYTES = pafka_kafka.PARTITION_FETCH_BYTES
 READ_WAIT_MS = 500
 IDLE_TIMEOUT_S = pafka_kafka.IDLE_TIMEOUT_S
 T = TypeVar("T")
@@ -189,7 +193,7 @@ async def _consume(
             while offset < per_partition and time.monotonic() < drain_at:
                 head = (
                     f"GET /topics/{topic}/partitions/{partition}/records?offset={offset}"
-                    f"&max_records={min(READ_RECORDS, per_partition - offset)}"
+                    f"&max_records={per_partition - offset}&max_bytes={READ_BYTES}"
                     f"&timeout_ms={READ_WAIT_MS} HTTP/1.1\r\n"
                     f"Host: {host}\r\nAccept: {BATCHES}\r\n\r\n"
                 ).encode()

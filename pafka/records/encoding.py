@@ -244,6 +244,11 @@ def decode_records(batch: Buffer) -> Iterator[Record]:
             body = _decompressor(header.codec)(bytes(body))
         except (OSError, EOFError, ValueError, RuntimeError) as exc:
             raise CorruptMessageError(f"cannot decompress {header.codec} batch: {exc}") from exc
+    yield from body_records(header, body)
+
+
+def body_records(header: BatchHeader, body: Buffer) -> Iterator[Record]:
+    """The records of a batch from its uncompressed body (the bytes after its header)."""
     try:
         yield from _records(header, body)
     except IndexError:  # a field's first byte past the end of the records

@@ -11,7 +11,9 @@ bulk case, are found by arithmetic, checked against their length prefixes.
 Keys and values are not copied out one by one: they become Arrow binary views into the joined
 buffer, then one cast in Arrow's C++ gives plain binary columns. Only records before ``start``
 or at or after ``until`` are dropped (a batch may begin before the offset asked for); control
-batches yield nothing. Headers are decoded (record by record) only when asked for.
+batches yield nothing. Headers are decoded (record by record) only when asked for. Answers of
+a few records are decoded row by row instead (:mod:`pafka.spark.row_decode`), which costs them
+less than the column calls.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pafka.records.batch import (
     HEADER_SIZE,
     MAGIC_V2,
     MIN_BATCH_LENGTH,
+    BatchHeader,
     Buffer,
     Codec,
     check_batch,
@@ -33,6 +36,7 @@ from pafka.records.batch import (
 )
 from pafka.records.compression import decompress
 from pafka.records.encoding import read_varint
+from pafka.spark import row_decode
 from pafka.spark.rows import COLUMNS, HEADERS
 from pafka.spark.varints import PAD_BYTES, Bytes, Positions, read_varints
 
@@ -51,6 +55,7 @@ class _Batches(NamedTuple):
     base timestamp, log-append time (or -1) and where its records start and end."""
 
     joined: bytes
+    headers: list[BatchHeader]
     counts: list[int]
     base_offsets: list[int]
     base_timestamps: list[int]
@@ -64,6 +69,18 @@ def decode_batches(
 ) -> pa.RecordBatch:
     """The records of ``data`` with offsets in ``[start, until)``, as Spark's Kafka rows."""
     batches = _walk(data, start, until)
+    if sum(batches.counts) <= row_decode.ROW_DECODE_MAX_RECORDS:
+        return row_decode.decode_rows(
+            batches.joined,
+            batches.headers,
+            list(zip(batches.begins, batches.ends, strict=True)),
+            topic=topic,
+            partition=partition,
+            start=start,
+            until=until,
+            include_headers=include_headers,
+            header_type=HEADER_TYPE,
+        )
     limit = len(batches.joined)
     if limit > MAX_BUFFER_BYTES:
         raise CorruptMessageError(f"{limit} bytes of records in one answer: too many to decode")
@@ -109,7 +126,7 @@ def decode_batches(
 def _walk(data: Buffer, start: int, until: int) -> _Batches:
     view = memoryview(data)
     bodies: list[Buffer] = []
-    out = _Batches(b"", [], [], [], [], [], [])
+    out = _Batches(b"", [], [], [], [], [], [], [])
     pos = joined = 0
     while pos < len(view):
         if len(view) - pos < HEADER_SIZE:
@@ -124,6 +141,7 @@ def _walk(data: Buffer, start: int, until: int) -> _Batches:
             if header.codec is not Codec.NONE:
                 body = decompress(header.codec, body, MAGIC_V2)
             bodies.append(body)
+            out.headers.append(header)
             out.counts.append(header.records_count)
             out.base_offsets.append(header.base_offset)
             out.base_timestamps.append(header.base_timestamp)

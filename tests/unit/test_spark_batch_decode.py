@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest.mock import patch
 
 import crc32c
 import pytest
@@ -23,6 +24,7 @@ from pafka.records.batch import (
 )
 from pafka.records.control import build_marker
 from pafka.records.encoding import build_batch, decode_records
+from pafka.spark import row_decode
 from pafka.spark.batch_decode import decode_batches
 from pafka.spark.rows import read_schema
 
@@ -73,11 +75,40 @@ def expected_rows(data: bytes, start: int, until: int, headers: bool) -> list[di
     return rows
 
 
-def decoded(data: bytes, start: int = 0, until: int = ALL, headers: bool = True) -> list[Any]:
-    rows = decode_batches(
-        data, topic="t", partition=2, start=start, until=until, include_headers=headers
-    )
-    return rows.to_pylist()
+def decoded(
+    data: bytes, start: int = 0, until: int = ALL, headers: bool = True, damaged: bool = False
+) -> list[Any]:
+    """The rows, decoded both ways (by columns, and row by row as few records are), which must
+    agree: on the rows, their schema, and on refusing. Records damaged under a valid CRC may be
+    refused by one way and read (within their batch) by the other: the row decoder checks a
+    record's length against its fields wherever it has headers, the column decoder its
+    negative lengths."""
+    answers = []
+    for row_limit in (-1, 2**62):
+        with patch.object(row_decode, "ROW_DECODE_MAX_RECORDS", row_limit):
+            try:
+                answers.append(
+                    decode_batches(
+                        data,
+                        topic="t",
+                        partition=2,
+                        start=start,
+                        until=until,
+                        include_headers=headers,
+                    )
+                )
+            except PafkaError as exc:
+                answers.append(exc)
+    by_columns, by_rows = answers
+    for answer in answers if damaged else ():
+        if isinstance(answer, PafkaError):
+            raise answer
+    if isinstance(by_columns, PafkaError) or isinstance(by_rows, PafkaError):
+        assert type(by_columns) is type(by_rows)
+        raise by_columns
+    assert by_rows.schema == by_columns.schema
+    assert by_rows.to_pylist() == by_columns.to_pylist()
+    return by_columns.to_pylist()
 
 
 @settings(max_examples=150, deadline=None)
@@ -147,7 +178,7 @@ def test_any_record_bytes_decode_or_are_refused(
     built[at : at + len(noise)] = noise[: len(built) - at]
     CRC.pack_into(built, CRC_OFFSET, crc32c.crc32c(bytes(built[ATTRIBUTES_OFFSET:])))
     try:
-        rows = decoded(bytes(built))
+        rows = decoded(bytes(built), damaged=True)
     except PafkaError:
         return
     # A damaged offset delta may put a record outside the range read: it is left out.
