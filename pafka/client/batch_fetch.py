@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pafka.client.cluster import ClusterClient, PartitionLeader
 from pafka.client.fetcher import (
     FETCH_VERSION,
+    bytes_for,
     fetch_request,
     on_leader,
     out_of_range,
@@ -117,37 +118,60 @@ async def fetch_batches(
     """The batches of ``topic``-``partition`` from ``offset``, from one Fetch of at most about
     ``max_bytes`` (at least one batch, as Kafka answers), waiting up to ``max_wait_ms`` for a
     first readable batch. An offset outside the log raises :class:`OffsetOutOfRangeError`
-    naming the partition's range."""
+    naming the partition's range.
+
+    The Fetch asks for what ``max_records`` records likely take (:func:`bytes_for`), not for
+    ``max_bytes`` whatever the count: a broker sends every byte asked for and this process
+    reads them all, so a read of ten records behind the log's end would otherwise cost the
+    whole ``max_bytes``. Fewer records than asked may come back; the next read goes on."""
     if offset < 0 or max_records < 1 or max_bytes < 1 or max_wait_ms < 0:
         raise ValueError("offset and max_wait_ms must be >= 0, max_records and max_bytes >= 1")
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
     position = offset
+    chunks: list[memoryview] = []
+    used = taken = 0  # bytes and offsets of the batches kept so far
+
+    def result(answer: PartitionAnswer, next_offset: int) -> BatchesResult:
+        return BatchesResult(
+            chunks,
+            answer.high_watermark,
+            answer.log_start_offset,
+            _end(answer, IsolationLevel.READ_COMMITTED),
+            max(next_offset, offset),
+        )
+
     while True:
-        wait_ms = max(int((deadline - loop.time()) * 1000), 0)
+        ask = min(max_bytes - used, bytes_for(max_records - taken, used, taken))
+        # Once there are batches, only batches already there are read: no waiting.
+        wait_ms = 0 if chunks else max(int((deadline - loop.time()) * 1000), 0)
         try:
-            answer = await _fetch_raw(
-                cluster, topic, partition, position, max_bytes, wait_ms, isolation
-            )
+            answer = await _fetch_raw(cluster, topic, partition, position, ask, wait_ms, isolation)
         except OffsetOutOfRangeError:
+            if chunks:  # the log was cut under this read: answer with what it has
+                return result(answer, position)
             raise await out_of_range(cluster, topic, partition, position) from None
+        if chunks and len(answer.records) > ask:  # one batch above what is left: next read's
+            return result(answer, position)
         end = _end(answer, isolation)
-        chunks, next_offset = select_batches(
+        found, next_offset = select_batches(
             answer.records,
             position,
-            max_records=max_records,
+            max_records=max_records - taken,
             end=end,
             readable=batch_filter(isolation, [AbortedTransaction(*a) for a in answer.aborted]),
         )
+        if found:
+            chunks += found
+            used += sum(map(len, found))
+            taken += next_offset - position
+            if taken >= max_records or used >= max_bytes or next_offset >= end:
+                return result(answer, next_offset)
         # Only markers or aborted batches from here: read on past them while time is left.
-        if chunks or next_offset <= position or loop.time() >= deadline:
-            return BatchesResult(
-                chunks,
-                answer.high_watermark,
-                answer.log_start_offset,
-                _end(answer, IsolationLevel.READ_COMMITTED),
-                max(next_offset, offset),
-            )
+        elif not chunks and loop.time() >= deadline:
+            return result(answer, next_offset)
+        if next_offset <= position:
+            return result(answer, next_offset)
         position = next_offset
 
 

@@ -163,7 +163,7 @@ async def fetch(
         )
 
     while True:
-        ask = min(max_bytes - used, _bytes_for(max_records - len(records), used, len(records)))
+        ask = min(max_bytes - used, bytes_for(max_records - len(records), used, len(records)))
         # Once there are records, only records already there are read: no waiting.
         wait_ms = 0 if records else max(int((deadline - loop.time()) * 1000), 0)
         try:
@@ -201,7 +201,7 @@ GUESS_RECORD_BYTES = 256
 FETCH_FLOOR_BYTES = 64 * 1024
 
 
-def _bytes_for(wanted: int, fetched_bytes: int, fetched_records: int) -> int:
+def bytes_for(wanted: int, fetched_bytes: int, fetched_records: int) -> int:
     """How many bytes of batches ``wanted`` more records likely take, from what the records
     fetched so far took (a tenth more, as batches are read whole)."""
     per_record = fetched_bytes // fetched_records if fetched_records else GUESS_RECORD_BYTES

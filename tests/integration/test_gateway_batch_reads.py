@@ -9,12 +9,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
+import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from pafka.records.batch import iter_batches
 from pafka.records.encoding import decode_records
@@ -192,3 +194,42 @@ def test_tokens_guard_batch_reads_as_json_reads(cluster: Any, tmp_path: Path) ->
             await ctx.close()
 
     asyncio.run(scenario())
+
+
+def bytes_served(cluster: Any, topic: str) -> float:
+    """Record bytes every broker has served to Fetch requests for ``topic``."""
+    total = 0.0
+    for name, service in cluster.local.services.items():
+        if not name.startswith("broker-"):
+            continue
+        with urllib.request.urlopen(service.http_url + "/metrics", timeout=5) as response:
+            text = response.read().decode()
+        total += sum(
+            s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+            if s.name == "kafka_server_brokertopicmetrics_bytesout_total"
+            and s.labels.get("topic") == topic
+        )
+    return total
+
+
+def test_a_short_read_asks_the_broker_for_what_its_records_need(cluster: Any) -> None:
+    """A read of two records at the start of a 1.2 MB log fetches about what they take, not
+    the gateway's fetch cap (8 MiB); a read of records larger than the first guess fetches on
+    until it has all it asked for."""
+    topic = f"batches-sizing-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=1)  # no follower fetching
+    base = cluster.gateways[0]
+    value = bytes(range(200)) * 100  # 20 KB: one record a batch, sixty batches
+    for _ in range(60):
+        produce_one(base, topic, value)
+    before = bytes_served(cluster, topic)
+    short = read(base, topic, 0, max_records=2)
+    assert short.status_code == 200
+    assert [o for o, _ in records_of(short.content)] == [0, 1]
+    assert bytes_served(cluster, topic) - before < 200_000
+
+    longer = read(base, topic, 0, max_records=30)
+    assert [o for o, v in records_of(longer.content) if v == value] == list(range(30))
+    assert longer.headers["pafka-next-offset"] == "30"
