@@ -45,6 +45,9 @@ BODY_TOO_LARGE = 41301
 TOO_MANY_RECORDS = 41302
 UNSUPPORTED_MEDIA_TYPE = 41501
 MAX_TIMESTAMP_MS = 2**63 - 1
+# Requests of fewer records are read record by record: the column calls cost a small request
+# more than they save (a one-record request measured 10% slower by columns).
+COLUMNS_FROM_RECORDS = 8
 
 
 class EmbeddedFormat(enum.StrEnum):
@@ -357,7 +360,9 @@ def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> Prod
         raise RestError(
             TOO_MANY_RECORDS, f"{len(items)} records in one request; the limit is {max_records}"
         )
-    columns = read_columns(items, binary=fmt is EmbeddedFormat.BINARY)
+    columns = None
+    if len(items) >= COLUMNS_FROM_RECORDS:
+        columns = read_columns(items, binary=fmt is EmbeddedFormat.BINARY)
     if columns is not None:
         return ProduceBody(None, None, columns)
     plain = _plain_records(items, fmt)
