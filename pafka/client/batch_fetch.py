@@ -142,7 +142,8 @@ async def fetch_batches(
         )
 
     while True:
-        ask = min(max_bytes - used, bytes_for(max_records - taken, used, taken))
+        budget = max_bytes - used
+        ask = min(budget, bytes_for(max_records - taken, used, taken))
         # Once there are batches, only batches already there are read: no waiting.
         wait_ms = 0 if chunks else max(int((deadline - loop.time()) * 1000), 0)
         try:
@@ -165,7 +166,8 @@ async def fetch_batches(
             chunks += found
             used += sum(map(len, found))
             taken += next_offset - position
-            if taken >= max_records or used >= max_bytes or next_offset >= end:
+            # Read on only when the guess, not the byte cap, held this Fetch back.
+            if taken >= max_records or ask >= budget or next_offset >= end:
                 return result(answer, next_offset)
         # Only markers or aborted batches from here: read on past them while time is left.
         elif not chunks and loop.time() >= deadline:

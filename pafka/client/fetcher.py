@@ -163,7 +163,8 @@ async def fetch(
         )
 
     while True:
-        ask = min(max_bytes - used, bytes_for(max_records - len(records), used, len(records)))
+        budget = max_bytes - used
+        ask = min(budget, bytes_for(max_records - len(records), used, len(records)))
         # Once there are records, only records already there are read: no waiting.
         wait_ms = 0 if records else max(int((deadline - loop.time()) * 1000), 0)
         try:
@@ -186,7 +187,8 @@ async def fetch(
             used += len(data)
         records += found
         if records:
-            done = len(records) >= max_records or used >= max_bytes
+            # Read on only when the guess, not the byte cap, held this Fetch back.
+            done = len(records) >= max_records or ask >= budget
             if done or next_offset <= position or next_offset >= end:
                 return result(next_offset)
         # Batches holding nothing readable from here were skipped: read on if time is left.
