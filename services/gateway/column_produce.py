@@ -116,6 +116,9 @@ async def _send_share(
 
 
 def answer_runs(count: int, sent: list[Run]) -> Response:
+    """The answer to a request of ``count`` records sent as ``sent``: a 200 listing each
+    record's partition and offset, rendered without a Python step per record, or, when any
+    run failed or was held back, every record's outcome as ``produce.answer`` words it."""
     if any(run.error is not None for run in sent):
         return _answer_failed(count, sent)
     offsets = [range(r.base_offset or 0, (r.base_offset or 0) + len(r.positions)) for r in sent]
