@@ -167,7 +167,7 @@ async def fetch_batches(
             used += sum(map(len, found))
             taken += next_offset - position
             # Read on only when the guess, not the byte cap, held this Fetch back.
-            if taken >= max_records or ask >= budget or next_offset >= end:
+            if taken >= max_records or used >= max_bytes or ask >= budget or next_offset >= end:
                 return result(answer, next_offset)
         # Only markers or aborted batches from here: read on past them while time is left.
         elif not chunks and loop.time() >= deadline:

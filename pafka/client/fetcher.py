@@ -188,7 +188,7 @@ async def fetch(
         records += found
         if records:
             # Read on only when the guess, not the byte cap, held this Fetch back.
-            done = len(records) >= max_records or ask >= budget
+            done = len(records) >= max_records or used >= max_bytes or ask >= budget
             if done or next_offset <= position or next_offset >= end:
                 return result(next_offset)
         # Batches holding nothing readable from here were skipped: read on if time is left.
