@@ -34,6 +34,7 @@ from pafka.client.fetcher import (
     on_leader,
     out_of_range,
     raise_for_partition,
+    read_enough,
     send_fetch,
 )
 from pafka.client.isolation import (
@@ -166,8 +167,7 @@ async def fetch_batches(
             chunks += found
             used += sum(map(len, found))
             taken += next_offset - position
-            # Read on only when the guess, not the byte cap, held this Fetch back.
-            if taken >= max_records or used >= max_bytes or ask >= budget or next_offset >= end:
+            if read_enough(taken, max_records, used, max_bytes, ask, budget) or next_offset >= end:
                 return result(answer, next_offset)
         # Only markers or aborted batches from here: read on past them while time is left.
         elif not chunks and loop.time() >= deadline:

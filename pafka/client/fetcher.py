@@ -187,8 +187,7 @@ async def fetch(
             used += len(data)
         records += found
         if records:
-            # Read on only when the guess, not the byte cap, held this Fetch back.
-            done = len(records) >= max_records or used >= max_bytes or ask >= budget
+            done = read_enough(len(records), max_records, used, max_bytes, ask, budget)
             if done or next_offset <= position or next_offset >= end:
                 return result(next_offset)
         # Batches holding nothing readable from here were skipped: read on if time is left.
@@ -201,6 +200,16 @@ async def fetch(
 # hundred bytes in a batch of its own takes about 160), and never less than FETCH_FLOOR_BYTES.
 GUESS_RECORD_BYTES = 256
 FETCH_FLOOR_BYTES = 64 * 1024
+
+
+def read_enough(
+    kept: int, max_records: int, used: int, max_bytes: int, asked: int, budget: int
+) -> bool:
+    """Whether a read holding ``kept`` records in ``used`` bytes stops after a Fetch that asked
+    for ``asked`` of the ``budget`` bytes it had left: it has the records or the bytes it may
+    have, or that Fetch asked for all it had left, so the byte cap, not the size guess of
+    :func:`bytes_for`, held it back."""
+    return kept >= max_records or used >= max_bytes or asked >= budget
 
 
 def bytes_for(wanted: int, fetched_bytes: int, fetched_records: int) -> int:

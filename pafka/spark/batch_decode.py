@@ -47,21 +47,15 @@ STRIDE_MAX_RECORDS = 8192
 # Arrow binary views hold 12 bytes inline, longer values by (buffer, 32-bit offset).
 INLINE_BYTES = 12
 MAX_BUFFER_BYTES = 2**31 - 1
-HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
 class _Batches(NamedTuple):
-    """The kept batches' records, bodies joined: per batch its record count, base offset,
-    base timestamp, log-append time (or -1) and where its records start and end."""
+    """The kept batches' records, bodies joined: per batch its header and where its records
+    start and end in ``joined``."""
 
     joined: bytes
     headers: list[BatchHeader]
-    counts: list[int]
-    base_offsets: list[int]
-    base_timestamps: list[int]
-    append_times: list[int]
-    begins: list[int]
-    ends: list[int]
+    spans: list[tuple[int, int]]
 
 
 def decode_batches(
@@ -69,17 +63,17 @@ def decode_batches(
 ) -> pa.RecordBatch:
     """The records of ``data`` with offsets in ``[start, until)``, as Spark's Kafka rows."""
     batches = _walk(data, start, until)
-    if sum(batches.counts) <= row_decode.ROW_DECODE_MAX_RECORDS:
+    headers = batches.headers
+    if sum(h.records_count for h in headers) <= row_decode.ROW_DECODE_MAX_RECORDS:
         return row_decode.decode_rows(
             batches.joined,
-            batches.headers,
-            list(zip(batches.begins, batches.ends, strict=True)),
+            headers,
+            batches.spans,
             topic=topic,
             partition=partition,
             start=start,
             until=until,
             include_headers=include_headers,
-            header_type=HEADER_TYPE,
         )
     limit = len(batches.joined)
     if limit > MAX_BUFFER_BYTES:
@@ -88,15 +82,18 @@ def decode_batches(
     starts = np.concatenate(
         [np.empty(0, np.int64)]
         + [
-            _record_starts(batches.joined, buf, b, c, e)
-            for b, c, e in zip(batches.begins, batches.counts, batches.ends, strict=True)
+            _record_starts(batches.joined, buf, begin, h.records_count, end)
+            for h, (begin, end) in zip(headers, batches.spans, strict=True)
         ]
     )
     fields = _fields(buf, starts, limit)
-    counts = np.array(batches.counts, np.int64)
-    offsets = np.repeat(np.array(batches.base_offsets, np.int64), counts) + fields.offset_delta
-    stamps = np.repeat(np.array(batches.base_timestamps, np.int64), counts) + fields.ts_delta
-    appended = np.repeat(np.array(batches.append_times, np.int64), counts)
+    counts = np.array([h.records_count for h in headers], np.int64)
+    bases = np.array([h.base_offset for h in headers], np.int64)
+    offsets = np.repeat(bases, counts) + fields.offset_delta
+    firsts = np.array([h.base_timestamp for h in headers], np.int64)
+    stamps = np.repeat(firsts, counts) + fields.ts_delta
+    append_times = [h.max_timestamp if h.log_append_time else -1 for h in headers]
+    appended = np.repeat(np.array(append_times, np.int64), counts)
     stamps = np.where(appended >= 0, appended, stamps)
     keep = (offsets >= start) & (offsets < until)
     every = bool(keep.all())
@@ -112,13 +109,13 @@ def decode_batches(
         pa.array([topic], pa.string()).take(np.zeros(n, np.int32)),
         pa.array(np.full(n, partition, np.int32)),
         pa.array(kept(offsets)),
-        pa.array(kept(stamps) * 1000, pa.timestamp("us", tz="UTC")),
+        pa.array(kept(stamps) * 1000, row_decode.TIMESTAMP_TYPE),
         pa.array(kept((appended >= 0).astype(np.int32))),
     ]
     names = list(COLUMNS)
     if include_headers:
         rows = _headers(batches.joined, kept(fields.header_pos), kept(fields.header_count))
-        columns.append(pa.array(rows, HEADER_TYPE))
+        columns.append(pa.array(rows, row_decode.HEADER_TYPE))
         names.append(HEADERS)
     return pa.RecordBatch.from_arrays(columns, names=names)
 
@@ -126,7 +123,7 @@ def decode_batches(
 def _walk(data: Buffer, start: int, until: int) -> _Batches:
     view = memoryview(data)
     bodies: list[Buffer] = []
-    out = _Batches(b"", [], [], [], [], [], [], [])
+    out = _Batches(b"", [], [])
     pos = joined = 0
     while pos < len(view):
         if len(view) - pos < HEADER_SIZE:
@@ -142,13 +139,8 @@ def _walk(data: Buffer, start: int, until: int) -> _Batches:
                 body = decompress(header.codec, body, MAGIC_V2)
             bodies.append(body)
             out.headers.append(header)
-            out.counts.append(header.records_count)
-            out.base_offsets.append(header.base_offset)
-            out.base_timestamps.append(header.base_timestamp)
-            out.append_times.append(header.max_timestamp if header.log_append_time else -1)
-            out.begins.append(joined)
+            out.spans.append((joined, joined + len(body)))
             joined += len(body)
-            out.ends.append(joined)
         pos += header.size
     return out._replace(joined=b"".join(bodies))
 

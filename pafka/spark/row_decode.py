@@ -24,7 +24,8 @@ from pafka.records.encoding import Record, body_records, read_varint
 from pafka.spark.rows import COLUMNS, HEADERS
 
 ROW_DECODE_MAX_RECORDS = 128  # where the two ways cost about the same
-_TIMESTAMP = pa.timestamp("us", tz="UTC")
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+HEADER_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
 def _walked(raw: bytes, begin: int, count: int, end: int) -> None:
@@ -59,7 +60,6 @@ def decode_rows(
     start: int,
     until: int,
     include_headers: bool,
-    header_type: pa.DataType,
 ) -> pa.RecordBatch:
     """The records of the batches ``headers`` (bodies at ``spans`` of ``joined``) with offsets
     in ``[start, until)``, as Spark's Kafka rows."""
@@ -77,12 +77,12 @@ def decode_rows(
         pa.array([topic] * n, pa.string()),
         pa.array([partition] * n, pa.int32()),
         pa.array([r.offset for r, _ in kept], pa.int64()),
-        pa.array([r.timestamp * 1000 for r, _ in kept], _TIMESTAMP),
+        pa.array([r.timestamp * 1000 for r, _ in kept], TIMESTAMP_TYPE),
         pa.array([kind for _, kind in kept], pa.int32()),
     ]
     names = list(COLUMNS)
     if include_headers:
         rows = [[{"key": k, "value": v} for k, v in r.headers] for r, _ in kept]
-        columns.append(pa.array(rows, header_type))
+        columns.append(pa.array(rows, HEADER_TYPE))
         names.append(HEADERS)
     return pa.RecordBatch.from_arrays(columns, names=names)

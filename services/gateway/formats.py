@@ -15,7 +15,6 @@ formats, because headers are bytes whatever the record format. Every refusal is 
 
 from __future__ import annotations
 
-import binascii
 import enum
 import json
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from pydantic import BaseModel, Field
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
 from services.gateway import exact_json
-from services.gateway.plain_columns import PlainColumns, read_columns
+from services.gateway.plain_columns import PlainColumns, decode_base64, read_columns
 
 V2 = "application/vnd.kafka.v2+json"
 V2_JSON = "application/vnd.kafka.json.v2+json"
@@ -246,7 +245,7 @@ def _b64(value: Any, code: int, what: str) -> bytes:
     if not isinstance(value, str):
         raise RestError(code, f"{what} must be a base64 string or null")
     try:
-        return _decoded(value)
+        return decode_base64(value)
     except ValueError:  # binascii.Error included
         raise RestError(code, f"{what} is not valid base64") from None
 
@@ -299,14 +298,6 @@ def _stored(value: Any) -> bytes:
     return dump_json(value)
 
 
-def _decoded(value: Any) -> bytes:
-    """A binary key or value as stored, refused without naming it (see _plain_records): what
-    ``base64.b64decode(value, validate=True)`` gives, without its Python wrapper (a seventh of
-    a binary produce's gateway time). Anything but an ASCII string raises TypeError or
-    ValueError, bad base64 binascii.Error, as the wrapper would."""
-    return binascii.a2b_base64(value, strict_mode=True)
-
-
 def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord] | None:
     """The records when each item holds at most a key and a value (most requests), in one pass
     with no per-field detour; None when any item is more (or is refused: the full parse then
@@ -315,7 +306,7 @@ def _plain_records(items: list[Any], fmt: EmbeddedFormat) -> list[OutgoingRecord
         return None
     string: Callable[[Any], bytes]
     if fmt is EmbeddedFormat.BINARY:
-        stored = string = _decoded
+        stored = string = decode_base64
     else:
         # A JSON string (the common value) as dump_json writes it, without its detour; a lone
         # surrogate makes orjson raise, and the full parse then decides.

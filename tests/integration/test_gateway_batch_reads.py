@@ -237,14 +237,17 @@ def test_a_short_read_asks_the_broker_for_what_its_records_need(cluster: Any) ->
 
 def test_a_batch_larger_than_max_bytes_ends_the_read(cluster: Any) -> None:
     """Kafka answers at least one batch even above the bytes asked for: such a first batch
-    ends the read (it is over ``max_bytes`` already), whatever ``max_records`` still wants."""
+    ends the read (it is over ``max_bytes`` already), whatever ``max_records`` still wants, and
+    no further Fetch is sent for it (the broker serves exactly the bytes answered)."""
     topic = f"batches-oversized-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(topic, partitions=1, replication_factor=1)
     base = cluster.gateways[0]
     large = bytes(range(256)) * 800  # 200 KB: one batch above the 100 KB asked for
     produce_one(base, topic, large)
     produce_one(base, topic, b"small")
+    before = bytes_served(cluster, topic)
     answer = read(base, topic, 0, max_records=2, max_bytes=100_000)
     assert answer.status_code == 200, answer.text
+    assert bytes_served(cluster, topic) - before == len(answer.content)
     assert records_of(answer.content) == [(0, large)]
     assert answer.headers["pafka-next-offset"] == "1"
