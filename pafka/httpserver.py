@@ -2,8 +2,9 @@
 
 uvicorn's ``Server.serve`` installs its own SIGTERM/SIGINT handlers; the services own their
 signal handling (a broker's shutdown order matters), so the embedded server does not. HTTP is
-parsed by httptools (C), and a small answer is written to its socket in one write (see
-:mod:`pafka.coalesced_writes`); no access log is written.
+parsed by httptools (C), a small answer is written to its socket in one write (see
+:mod:`pafka.coalesced_writes`), a request the parser refuses is answered with an error body
+(:mod:`pafka.http_refusals`); no access log is written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from typing import Any
 import uvicorn
 
 from pafka.coalesced_writes import CoalescingHttpToolsProtocol
+from pafka.http_refusals import RefusalAnsweringProtocol
 from pafka.security.tls import ReloadingContext
+
+
+class ServiceHttpProtocol(RefusalAnsweringProtocol, CoalescingHttpToolsProtocol):
+    """Coalesced answer writes, and parse refusals answered with an error body."""
 
 
 class EmbeddedServer(uvicorn.Server):
@@ -44,7 +50,7 @@ async def start_http(
         app,
         host=host,
         port=port,
-        http=CoalescingHttpToolsProtocol,
+        http=ServiceHttpProtocol,
         log_level="warning",
         access_log=False,
         lifespan="off",
