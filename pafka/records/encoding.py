@@ -320,3 +320,5 @@ def _records(header: BatchHeader, body: Buffer) -> Iterator[Record]:
             raise CorruptMessageError("record length disagrees with its fields")
         timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
         yield new_record(Record, (base_offset + offset_delta, timestamp, key, value, headers))
+    if pos != size:  # Kafka's reader refuses bytes left after the batch's last record too
+        raise CorruptMessageError("records disagree with their batch's length")

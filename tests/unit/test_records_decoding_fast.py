@@ -6,17 +6,27 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pafka.errors import CorruptMessageError
-from pafka.records.batch import HEADER_SIZE, BatchHeader, Buffer, read_header
+from pafka.records.batch import (
+    CRC,
+    CRC_OFFSET,
+    HEADER_SIZE,
+    BatchHeader,
+    Buffer,
+    crc_of,
+    read_header,
+)
 from pafka.records.encoding import (
     Header,
     Record,
     _read_bytes,
     _records,
     build_batch,
+    decode_records,
     read_headers,
     read_varint,
 )
@@ -40,6 +50,8 @@ def _reference_records(header: BatchHeader, body: Buffer) -> Iterator[Record]:
             raise CorruptMessageError("record length disagrees with its fields")
         timestamp = header.base_timestamp + timestamp_delta if append_time is None else append_time
         yield Record(header.base_offset + offset_delta, timestamp, key, value, headers)
+    if pos != len(body):
+        raise CorruptMessageError("records disagree with their batch's length")
 
 
 def _outcome(decode: object, batch: bytes) -> object:
@@ -116,3 +128,15 @@ def test_offset_deltas_past_one_byte_decode_alike(
     found = _outcome(_records, batch)
     assert found == _outcome(_reference_records, batch)
     assert [r[0] for r in found] == list(range(7, 7 + count))  # type: ignore[union-attr]
+
+
+def test_bytes_left_after_the_last_record_are_refused() -> None:
+    """As Kafka's reader refuses them: a batch counting fewer records than its body holds (its
+    CRC intact) is not read as the records counted."""
+    batch = bytearray(build_batch([(None, b"a", []), (None, b"b", []), (None, b"c", [])]))
+    batch[57:61] = (2).to_bytes(4, "big")  # records_count
+    CRC.pack_into(batch, CRC_OFFSET, crc_of(batch, 0, read_header(batch)))
+    assert _outcome(_records, bytes(batch)) == "records disagree with their batch's length"
+    assert _outcome(_reference_records, bytes(batch)) == _outcome(_records, bytes(batch))
+    with pytest.raises(CorruptMessageError, match="disagree"):
+        list(decode_records(bytes(batch)))
