@@ -46,11 +46,13 @@ STRIDE_MIN_RECORDS = 16
 STRIDE_MAX_RECORDS = 8192
 # Arrow binary views hold 12 bytes inline, longer values by (buffer, 32-bit offset).
 INLINE_BYTES = 12
+_PAD = bytes(PAD_BYTES)
 MAX_BUFFER_BYTES = 2**31 - 1
 
 
 class _Batches(NamedTuple):
-    """The kept batches' records, bodies joined: per batch its header and where its records
+    """The kept batches' records, bodies joined (then :data:`PAD_BYTES` zero bytes, so that
+    the column reads need no copy of their own): per batch its header and where its records
     start and end in ``joined``."""
 
     joined: bytes
@@ -75,10 +77,10 @@ def decode_batches(
             until=until,
             include_headers=include_headers,
         )
-    limit = len(batches.joined)
+    limit = len(batches.joined) - PAD_BYTES
     if limit > MAX_BUFFER_BYTES:
         raise CorruptMessageError(f"{limit} bytes of records in one answer: too many to decode")
-    buf: Bytes = np.frombuffer(batches.joined + bytes(PAD_BYTES), np.uint8)
+    buf: Bytes = np.frombuffer(batches.joined, np.uint8)
     starts = np.concatenate(
         [np.empty(0, np.int64)]
         + [
@@ -142,6 +144,7 @@ def _walk(data: Buffer, start: int, until: int) -> _Batches:
             out.spans.append((joined, joined + len(body)))
             joined += len(body)
         pos += header.size
+    bodies.append(_PAD)
     return out._replace(joined=b"".join(bodies))
 
 

@@ -31,6 +31,14 @@ def read_varints(buf: Bytes, positions: Positions, limit: int) -> tuple[Position
     if not len(first) or int(first.max()) < 0x80:  # all one byte: the usual deltas and counts
         small = first.astype(np.int64)
         return (small >> 1) ^ -(small & 1), np.ones(len(positions), np.int64)
+    second = buf[positions + 1]
+    longer = first >= 0x80
+    # At most two bytes, the usual lengths and deltas (under 8192), all ending before
+    # ``limit``: read without the loop. (The pad keeps every second byte inside ``buf``.)
+    if int(np.max(second, where=longer, initial=0)) < 0x80 and int(positions.max()) + 1 < limit:
+        low = (first & 0x7F).astype(np.int64)
+        raw = np.where(longer, low | (second.astype(np.int64) << 7), low)
+        return (raw >> 1) ^ -(raw & 1), longer.astype(np.int64) + 1
     byte = first.astype(np.uint64)
     value = byte & np.uint64(0x7F)
     sizes = np.ones(len(positions), np.int64)
