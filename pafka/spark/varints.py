@@ -25,7 +25,8 @@ def read_varints(buf: Bytes, positions: Positions, limit: int) -> tuple[Position
     """(values, sizes in bytes) of the varints at ``positions`` of ``buf`` (which holds
     :data:`PAD_BYTES` zero bytes past ``limit``); a position at or past ``limit`` or a varint
     longer than 10 bytes is :class:`CorruptMessageError`."""
-    if len(positions) and (int(positions.max()) >= limit or int(positions.min()) < 0):
+    top = int(positions.max()) if len(positions) else -1
+    if top >= limit or (len(positions) and int(positions.min()) < 0):
         raise CorruptMessageError("a record field runs past the end of its batch")
     first = buf[positions]
     if not len(first) or int(first.max()) < 0x80:  # all one byte: the usual deltas and counts
@@ -35,7 +36,7 @@ def read_varints(buf: Bytes, positions: Positions, limit: int) -> tuple[Position
     longer = first >= 0x80
     # At most two bytes, the usual lengths and deltas (under 8192), all ending before
     # ``limit``: read without the loop. (The pad keeps every second byte inside ``buf``.)
-    if int(np.max(second, where=longer, initial=0)) < 0x80 and int(positions.max()) + 1 < limit:
+    if int(np.max(second, where=longer, initial=0)) < 0x80 and top + 1 < limit:
         low = (first & 0x7F).astype(np.int64)
         raw = np.where(longer, low | (second.astype(np.int64) << 7), low)
         return (raw >> 1) ^ -(raw & 1), longer.astype(np.int64) + 1
