@@ -6,7 +6,8 @@ its records decompressed as a whole (every codec of :mod:`pafka.records.compress
 the records' bodies, joined in one buffer, are decoded field by field for all records at once
 (:mod:`pafka.spark.varints`). Python walks only batch headers and, when records differ in
 size, each record's length prefix (one integer per record); records of one size, the usual
-bulk case, are found by arithmetic, checked against their length prefixes.
+bulk case, are found by arithmetic, checked against their length prefixes
+(:mod:`pafka.spark.record_starts`).
 
 Keys and values are not copied out one by one: they become Arrow binary views into the joined
 buffer, then one cast in Arrow's C++ gives plain binary columns. Only records before ``start``
@@ -37,13 +38,10 @@ from pafka.records.batch import (
 from pafka.records.compression import decompress
 from pafka.records.encoding import read_varint
 from pafka.spark import row_decode
+from pafka.spark.record_starts import record_starts
 from pafka.spark.rows import COLUMNS, HEADERS
 from pafka.spark.varints import PAD_BYTES, Bytes, Positions, read_varints
 
-# Runs of records of one size shorter than this are walked one by one (numpy's per-call cost
-# is more); a run is looked for at most this far ahead (less far where sizes keep changing).
-STRIDE_MIN_RECORDS = 16
-STRIDE_MAX_RECORDS = 8192
 # Arrow binary views hold 12 bytes inline, longer values by (buffer, 32-bit offset).
 INLINE_BYTES = 12
 _PAD = bytes(PAD_BYTES)
@@ -81,12 +79,8 @@ def decode_batches(
     if limit > MAX_BUFFER_BYTES:
         raise CorruptMessageError(f"{limit} bytes of records in one answer: too many to decode")
     buf: Bytes = np.frombuffer(batches.joined, np.uint8)
-    starts = np.concatenate(
-        [np.empty(0, np.int64)]
-        + [
-            _record_starts(batches.joined, buf, begin, h.records_count, end)
-            for h, (begin, end) in zip(headers, batches.spans, strict=True)
-        ]
+    starts = record_starts(
+        batches.joined, buf, [h.records_count for h in headers], batches.spans, limit
     )
     fields = _fields(buf, starts, limit)
     counts = np.array([h.records_count for h in headers], np.int64)
@@ -146,54 +140,6 @@ def _walk(data: Buffer, start: int, until: int) -> _Batches:
         pos += header.size
     bodies.append(_PAD)
     return out._replace(joined=b"".join(bodies))
-
-
-def _record_starts(raw: bytes, buf: Bytes, begin: int, count: int, end: int) -> Positions:
-    """Where each of the ``count`` records in ``raw[begin:end]`` starts (its length prefix).
-
-    Runs of records of one size are found by arithmetic and checked at once: a guessed start
-    is right when every record before it in the run has that size. Where sizes keep changing,
-    records are walked one by one for a while."""
-    found: list[Positions] = []
-    pos, done, window, walk = begin, 0, STRIDE_MAX_RECORDS, STRIDE_MIN_RECORDS
-    while done < count:
-        if pos >= end:
-            raise CorruptMessageError("records disagree with their batch's length")
-        length, after = read_varint(raw, pos)
-        stride = after - pos + length
-        if length < 0:
-            raise CorruptMessageError("record with a negative length")
-        fits = min(count - done, window, (end - pos) // stride)
-        if fits >= STRIDE_MIN_RECORDS:
-            guesses = pos + np.arange(fits, dtype=np.int64) * stride
-            try:
-                lengths, sizes = read_varints(buf, guesses, end)
-            except CorruptMessageError:  # a wrong guess read a value's bytes as a varint
-                run = 1
-            else:
-                wrong = np.flatnonzero(lengths + sizes != stride)
-                run = int(wrong[0]) if len(wrong) else fits
-            found.append(guesses[:run])
-            pos, done = pos + run * stride, done + run
-            # A size changes a few times a batch (offset and timestamp deltas growing a byte):
-            # guess far again at once; where sizes keep changing, guess less far.
-            window = min(max(4 * run, STRIDE_MIN_RECORDS * 4), STRIDE_MAX_RECORDS)
-            if run >= STRIDE_MIN_RECORDS:
-                walk = STRIDE_MIN_RECORDS
-                continue
-            walk = min(2 * walk, STRIDE_MAX_RECORDS)  # sizes vary: guess less often
-        walked = []
-        for _ in range(min(count - done, walk)):
-            walked.append(pos)
-            length, after = read_varint(raw, pos) if pos < end else (-1, pos)
-            if length < 0:
-                raise CorruptMessageError("record runs past the end of its batch")
-            pos = after + length
-        found.append(np.array(walked, np.int64))
-        done += len(walked)
-    if pos != end:
-        raise CorruptMessageError("records disagree with their batch's length")
-    return np.concatenate(found) if found else np.empty(0, np.int64)
 
 
 class _Fields(NamedTuple):
