@@ -209,25 +209,29 @@ class ZkClient:
         if not task.cancelled() and task.exception() is not None:
             log.error("%s: ZooKeeper callback failed", self.name, exc_info=task.exception())
 
-    def _to_loop(self, callback: Callable[[], Awaitable[None]]) -> None:
+    def _to_loop(self, calls: WatchCalls, call: Callable[[], Awaitable[None]]) -> None:
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(lambda: self._spawn(callback()))
+            loop.call_soon_threadsafe(calls.offer, call)
 
     def watch_children(self, path: str, callback: Callable[[list[str]], Awaitable[None]]) -> None:
-        """Call ``callback(children)`` on the loop now and whenever the children change."""
+        """Call ``callback(children)`` on the loop now and whenever the children change; one
+        call at a time, the latest children last (see :class:`WatchCalls`)."""
+        calls = WatchCalls(self.name, path, self._spawn)
 
         def on_change(children: list[str] | None) -> None:
             current = sorted(children or [])
-            self._to_loop(lambda: callback(current))
+            self._to_loop(calls, lambda: callback(current))
 
         self.kazoo.ChildrenWatch(path, on_change, send_event=False)
 
     def watch_data(self, path: str, callback: Callable[[bytes | None], Awaitable[None]]) -> None:
-        """Call ``callback(data)`` on the loop now and on every change; None when deleted."""
+        """Call ``callback(data)`` on the loop now and on every change, None when deleted; one
+        call at a time, the latest data last (see :class:`WatchCalls`)."""
+        calls = WatchCalls(self.name, path, self._spawn)
 
         def on_change(data: bytes | None, _stat: ZnodeStat | None) -> None:
-            self._to_loop(lambda: callback(data))
+            self._to_loop(calls, lambda: callback(data))
 
         self.kazoo.DataWatch(path, on_change)
 
@@ -323,6 +327,46 @@ class ZkClient:
                 await self.run(self._create_ephemeral, path, data)
             except PafkaError as exc:
                 log.error("%s: could not re-register %s: %s", self.name, path, exc)
+
+
+class WatchCalls:
+    """One watch's callbacks, run on the loop one at a time.
+
+    A callback that awaits (reading the znodes a change names) would otherwise overlap the
+    next change's, and the slower, older one could finish last and apply a stale state. So a
+    change that arrives while a callback runs waits, and a later change replaces it: the
+    newest state is always applied last and intermediate ones may be skipped, just as a
+    ZooKeeper watch itself skips changes made before it is re-armed. Every callback reads
+    the full state it acts on, so skipping loses nothing. Used on the loop only.
+    """
+
+    def __init__(
+        self, client_name: str, path: str, spawn: Callable[[Awaitable[None]], None]
+    ) -> None:
+        self._client_name = client_name
+        self._path = path
+        self._spawn = spawn
+        self._waiting: Callable[[], Awaitable[None]] | None = None
+        self._running = False
+
+    def offer(self, call: Callable[[], Awaitable[None]]) -> None:
+        self._waiting = call
+        if not self._running:
+            self._running = True
+            self._spawn(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting is not None:
+                call, self._waiting = self._waiting, None
+                try:
+                    await call()
+                except Exception:  # one failed change must not stop the watch's later ones
+                    log.exception(
+                        "%s: ZooKeeper watch callback on %s failed", self._client_name, self._path
+                    )
+        finally:
+            self._running = False
 
 
 def give_up_at(started: float, down_since: float | None, limit_s: float) -> float | None:

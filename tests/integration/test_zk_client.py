@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 
 import pytest
 from kazoo.client import KazooClient
@@ -87,5 +88,68 @@ def test_taken_id_fails_fast(zk_connect: str) -> None:
         assert time.monotonic() - started < 2
         await first.close()
         await second.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_watch_applies_changes_one_at_a_time_the_latest_last(zk_connect: str) -> None:
+    """A slow callback for an older state must not finish after a later change's callback:
+    the calls of one watch never overlap, and the last one applied sees the latest children."""
+
+    async def scenario() -> None:
+        client = ZkClient(zk_connect, session_timeout_ms=4000, name="test")
+        await client.start(timeout_s=10)
+        root = f"/watch-order-{uuid.uuid4().hex}"
+        await client.run(client.kazoo.ensure_path, root)
+        started: list[list[str]] = []
+        applied: list[list[str]] = []
+        running = 0
+        most_at_once = 0
+
+        async def on_children(children: list[str]) -> None:
+            nonlocal running, most_at_once
+            running += 1
+            most_at_once = max(most_at_once, running)
+            started.append(children)
+            # The first (oldest) state is read slowly, as a ZooKeeper read under load would be.
+            await asyncio.sleep(0.5 if len(started) == 1 else 0)
+            applied.append(children)
+            running -= 1
+
+        client.watch_children(root, on_children)
+        await _eventually(lambda: started == [[]])
+        await client.run(client.kazoo.create, f"{root}/a")
+        await client.run(client.kazoo.create, f"{root}/b")
+        await _eventually(lambda: bool(applied) and applied[-1] == ["a", "b"])
+        await asyncio.sleep(0.7)  # any overtaken callback would have finished by now
+        assert applied[0] == []
+        assert applied[-1] == ["a", "b"]
+        assert most_at_once == 1
+        await client.run(client.kazoo.delete, root, -1, True)
+        await client.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_watch_callback_does_not_stop_later_changes(zk_connect: str) -> None:
+    async def scenario() -> None:
+        client = ZkClient(zk_connect, session_timeout_ms=4000, name="test")
+        await client.start(timeout_s=10)
+        path = f"/watch-failure-{uuid.uuid4().hex}"
+        seen: list[bytes | None] = []
+
+        async def on_data(data: bytes | None) -> None:
+            seen.append(data)
+            if data == b"bad":
+                raise ValueError("a callback that fails on one state")
+
+        await client.run(client.kazoo.create, path, b"bad")
+        client.watch_data(path, on_data)
+        await _eventually(lambda: seen == [b"bad"])
+        await client.run(client.kazoo.set, path, b"good")
+        await _eventually(lambda: seen[-1:] == [b"good"])
+        await client.run(client.kazoo.delete, path)
+        await _eventually(lambda: seen[-1:] == [None])
+        await client.close()
 
     asyncio.run(scenario())

@@ -60,8 +60,6 @@ class GroupCoordinator:
         self.config = config
         self.groups: dict[str, GroupRuntime] = {}
         self.live: dict[int, BrokerInfo] = {}
-        # Each /brokers/ids change read; callbacks interleave at their awaits.
-        self._brokers_changes = 0
         self._loading: dict[str, asyncio.Future[GroupRuntime | None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
@@ -136,16 +134,12 @@ class GroupCoordinator:
     # -- who coordinates what ----------------------------------------------------------------
 
     async def _on_brokers(self, children: list[str]) -> None:
-        self._brokers_changes += 1
-        change = self._brokers_changes
         ids = sorted(int(c) for c in children if c.isdigit())
         found: dict[int, BrokerInfo] = {}
         for broker_id in ids:
             got = await self.zk.get(BrokerInfo.path(broker_id))
             if got is not None:
                 found[broker_id] = BrokerInfo.decode(broker_id, got[0])
-        if change != self._brokers_changes:
-            return  # a later change's read is under way: an older list must not overwrite it
         lost = set(self.live) - set(found)
         self.live = found
         if lost or not self._live_brokers_seen:

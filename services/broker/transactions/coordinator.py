@@ -75,8 +75,6 @@ class TransactionCoordinator:
         self.markers = markers
         self.held: dict[str, HeldId] = {}
         self.live: dict[int, BrokerInfo] = {}
-        # Each /brokers/ids change read; callbacks interleave at their awaits.
-        self._brokers_changes = 0
         self.zookeeper_reachable = True
         self.timed_out_aborts = 0
         self._loading: dict[str, asyncio.Future[HeldId | None]] = {}
@@ -131,15 +129,11 @@ class TransactionCoordinator:
     # -- who coordinates what ----------------------------------------------------------------
 
     async def _on_brokers(self, children: list[str]) -> None:
-        self._brokers_changes += 1
-        change = self._brokers_changes
         found: dict[int, BrokerInfo] = {}
         for broker_id in sorted(int(c) for c in children if c.isdigit()):
             got = await self.zk.get(BrokerInfo.path(broker_id))
             if got is not None:
                 found[broker_id] = BrokerInfo.decode(broker_id, got[0])
-        if change != self._brokers_changes:
-            return  # a later change's read is under way: an older list must not overwrite it
         lost = set(self.live) - set(found)
         self.live = found
         if lost or not self._brokers_seen:
