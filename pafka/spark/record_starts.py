@@ -28,6 +28,10 @@ STRIDE_MAX_RECORDS = 8192
 # Answers of fewer batches are walked batch by batch (the joint guess costs more calls).
 LOCKSTEP_ROUNDS = 4
 LOCKSTEP_MIN_BATCHES = 4
+# The first round guesses no further than this into each batch: a batch's offset deltas count
+# from 0 and the 65th takes a second byte, so its first run of one record size ends there;
+# guessing the rest in that round would read it all once more in the next.
+FIRST_RUN_RECORDS = 64
 
 
 def record_starts(
@@ -45,13 +49,14 @@ def record_starts(
     guessing = np.flatnonzero(count > 0)
     walking: list[int] = []
     rounds = LOCKSTEP_ROUNDS if len(guessing) >= LOCKSTEP_MIN_BATCHES else 0
-    for _ in range(rounds):
+    for round_ in range(rounds):
         if not len(guessing):
             break
+        wanted = count[guessing] - done[guessing]
+        if round_ == 0:
+            wanted = np.minimum(wanted, FIRST_RUN_RECORDS)
         try:
-            guessed, strides, run = _guess_runs(
-                buf, pos[guessing], end[guessing], count[guessing] - done[guessing], limit
-            )
+            guessed, strides, run = _guess_runs(buf, pos[guessing], end[guessing], wanted, limit)
         except CorruptMessageError:
             # A wrong guess read a value's bytes as an overlong varint, or a record is damaged:
             # walking tells which, and words the refusal.
@@ -82,8 +87,8 @@ def _guess_runs(
     buf: Bytes, pos: Positions, end: Positions, left: Positions, limit: int
 ) -> tuple[Positions, Positions, Positions]:
     """For batches whose next record starts at ``pos``: the starts of each one's run of records
-    of that record's size (joined, batch after batch), the sizes, and the runs' lengths (at
-    least one record each)."""
+    of that record's size, of at most ``left`` records (joined, batch after batch), the sizes,
+    and the runs' lengths (at least one record each)."""
     length, size = read_varints(buf, pos, limit)
     if bool(np.any(length < 0)):
         raise CorruptMessageError("record with a negative length")
