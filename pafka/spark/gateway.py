@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from pafka.spark.bulk_http import BulkHttp
 from pafka.spark.errors import (
     ConnectorError,
     GatewayUnavailableError,
@@ -76,10 +77,12 @@ class GatewayClient:
         self._http = httpx.Client(
             timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)), headers=headers, verify=tls
         )
+        self._bulk = BulkHttp(timeout_s=timeout, headers=headers)
         self._preferred = first % len(options.gateways)
 
     def close(self) -> None:
         self._http.close()
+        self._bulk.close()
 
     def __enter__(self) -> GatewayClient:
         return self
@@ -170,6 +173,7 @@ class GatewayClient:
             params=params,
             headers={"Accept": accept},
             passthrough=(416, *passthrough),
+            bulk=accept == BATCHES,
         )
         if response.status_code == 416:
             raise OffsetOutOfRange(_message(response))
@@ -207,15 +211,20 @@ class GatewayClient:
         path: str,
         *,
         passthrough: tuple[int, ...] = (),
+        bulk: bool = False,
         **kwargs: Any,
     ) -> httpx.Response:
+        """``bulk``: a GET whose answer may be many MiB (:mod:`pafka.spark.bulk_http`)."""
         deadline = time.monotonic() + self.options.request_timeout_ms / 1000
         urls = self.options.gateways
         problem = ""
         for attempt in range(1_000_000):
             url = urls[(self._preferred + attempt) % len(urls)]
             try:
-                response = self._http.request(method, url + path, **kwargs)
+                if bulk:
+                    response = self._bulk.get(url + path, **kwargs)
+                else:
+                    response = self._http.request(method, url + path, **kwargs)
             except httpx.TransportError as exc:
                 problem = f"{url}: {type(exc).__name__} {exc}"
             else:
