@@ -14,9 +14,10 @@ both transports. TLS uses httpx's default context (the same trust store and ``SS
 from __future__ import annotations
 
 import http.client
+import socket
 import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode, urlsplit
 
 import httpx
@@ -30,8 +31,11 @@ class BulkHttp:
     """GET requests over one kept-alive connection per gateway (not thread-safe: one per
     Spark task, like the :class:`~pafka.spark.gateway.GatewayClient` that holds it)."""
 
-    def __init__(self, *, timeout_s: float, headers: Mapping[str, str]) -> None:
+    def __init__(
+        self, *, timeout_s: float, connect_timeout_s: float, headers: Mapping[str, str]
+    ) -> None:
         self._timeout_s = timeout_s
+        self._connect_timeout_s = connect_timeout_s
         self._headers = dict(headers)
         self._connections: dict[str, http.client.HTTPConnection] = {}
         self._tls: ssl.SSLContext | None = None
@@ -47,6 +51,11 @@ class BulkHttp:
         while True:
             connection = self._connection(origin, split.scheme, split.hostname, split.port)
             try:
+                if connection.sock is None:
+                    # A gateway that does not answer is given up on (and the next one tried)
+                    # sooner than one slow to send a large answer.
+                    connection.connect()
+                    cast(socket.socket, connection.sock).settimeout(self._timeout_s)
                 connection.request("GET", target, headers=sent)
                 answer = connection.getresponse()
                 body = answer.read()
@@ -74,10 +83,12 @@ class BulkHttp:
                 if self._tls is None:
                     self._tls = httpx.create_ssl_context()
                 connection = http.client.HTTPSConnection(
-                    host or "", port, timeout=self._timeout_s, context=self._tls
+                    host or "", port, timeout=self._connect_timeout_s, context=self._tls
                 )
             else:
-                connection = http.client.HTTPConnection(host or "", port, timeout=self._timeout_s)
+                connection = http.client.HTTPConnection(
+                    host or "", port, timeout=self._connect_timeout_s
+                )
             self._connections[origin] = connection
         return connection
 

@@ -74,10 +74,11 @@ class GatewayClient:
         headers = {"Authorization": f"Bearer {options.token}"} if options.token else {}
         # Loading the CA bundle costs about 20 ms, paid by every Spark task: only for https.
         tls = any(url.startswith("https://") for url in options.gateways)
+        connect = min(5.0, timeout)
         self._http = httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)), headers=headers, verify=tls
+            timeout=httpx.Timeout(timeout, connect=connect), headers=headers, verify=tls
         )
-        self._bulk = BulkHttp(timeout_s=timeout, headers=headers)
+        self._bulk = BulkHttp(timeout_s=timeout, connect_timeout_s=connect, headers=headers)
         self._preferred = first % len(options.gateways)
 
     def close(self) -> None:

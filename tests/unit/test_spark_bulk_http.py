@@ -1,11 +1,13 @@
 """The connector's bulk GETs against a real HTTP server on loopback: large bodies whole, the
 status, headers and query as sent, one kept-alive connection, a connection the server closed
-while idle replaced without the caller noticing, and no server as a transport error."""
+while idle replaced without the caller noticing, a slow answer waited for longer than a
+connection, and no server as a transport error."""
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -26,6 +28,8 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         Handler.seen.append((self.client_address[1], url.path, dict(self.headers.items())))
+        if url.path == "/slow":
+            time.sleep(0.8)
         if url.path == "/missing":
             body, status = b'{"error_code":41601,"message":"out of range"}', 416
         else:
@@ -55,7 +59,7 @@ def server() -> Iterator[str]:
 
 
 def test_a_large_body_arrives_whole_with_its_status_and_headers(server: str) -> None:
-    bulk = BulkHttp(timeout_s=10, headers={"Authorization": "Bearer t0k"})
+    bulk = BulkHttp(timeout_s=10, connect_timeout_s=5, headers={"Authorization": "Bearer t0k"})
     answer = bulk.get(
         f"{server}/records", params={"offset": 42, "size": len(BODY)}, headers={"Accept": "x/y"}
     )
@@ -70,7 +74,7 @@ def test_a_large_body_arrives_whole_with_its_status_and_headers(server: str) -> 
 
 
 def test_an_error_answer_is_returned_for_the_caller_to_read(server: str) -> None:
-    bulk = BulkHttp(timeout_s=10, headers={})
+    bulk = BulkHttp(timeout_s=10, connect_timeout_s=5, headers={})
     answer = bulk.get(f"{server}/missing", params={"offset": 1}, headers={})
     assert answer.status_code == 416
     assert answer.json()["error_code"] == 41601
@@ -78,7 +82,7 @@ def test_an_error_answer_is_returned_for_the_caller_to_read(server: str) -> None
 
 
 def test_requests_share_one_connection_and_a_closed_one_is_replaced(server: str) -> None:
-    bulk = BulkHttp(timeout_s=10, headers={})
+    bulk = BulkHttp(timeout_s=10, connect_timeout_s=5, headers={})
     for size in (10, 20):
         assert (
             bulk.get(f"{server}/records", params={"size": size}, headers={}).content == BODY[:size]
@@ -91,10 +95,16 @@ def test_requests_share_one_connection_and_a_closed_one_is_replaced(server: str)
     bulk.close()
 
 
+def test_the_connect_timeout_does_not_cut_a_slow_answer(server: str) -> None:
+    bulk = BulkHttp(timeout_s=5, connect_timeout_s=0.3, headers={})
+    assert bulk.get(f"{server}/slow", params={"size": 3}, headers={}).content == BODY[:3]
+    bulk.close()
+
+
 def test_no_server_is_a_transport_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    bulk = BulkHttp(timeout_s=5, headers={})
+    bulk = BulkHttp(timeout_s=5, connect_timeout_s=5, headers={})
     with pytest.raises(httpx.TransportError, match="ConnectionRefused"):
         bulk.get(f"http://127.0.0.1:{port}/records", params={}, headers={})
