@@ -8,9 +8,10 @@ librdkafka; then the same records are read back
 
 * by one librdkafka consumer over the Kafka protocol (assign, no group), the best of
   ``--rounds`` reads as for Spark: the baseline;
-* by one thread through the gateway's range endpoint with httpx (what one Spark task does,
-  without Spark), in JSON (binary format, base64 values) and in the record-batch format
-  (``application/vnd.pafka.batches``, decoded into Arrow as the connector does);
+* by one thread through the gateway's range endpoint: in JSON pages with httpx (binary
+  format, base64 values), and in the record-batch format (``application/vnd.pafka.batches``)
+  as a Spark task reads it, through the connector's client and decoded into Arrow, without
+  Spark;
 * by Spark (``local[--cores]``), ``minPartitions`` = ``--cores`` x ``--tasks-per-core`` (2 by
   default: Spark's tuning guide advises 2 to 3 tasks per core, and 3 partitions on 2 cores
   would leave one core idle while the third task runs), every value materialized
@@ -88,21 +89,22 @@ def gateway_read(gateway: str, topic: str, partitions: int, records: int) -> Pha
 
 
 def gateway_batch_read(gateway: str, topic: str, partitions: int, records: int) -> Phase:
-    from pafka.spark.batch_decode import decode_batches
+    """Every partition read as one Spark task reads its range: the connector's
+    :func:`~pafka.spark.reading.read_arrow` over its gateway client, without Spark."""
+    from pafka.spark.gateway import GatewayClient
+    from pafka.spark.options import GatewayOptions
+    from pafka.spark.planning import OffsetRange
+    from pafka.spark.reading import read_arrow
 
-    def read(response: httpx.Response, partition: int, offset: int) -> tuple[int, int, int]:
-        rows = decode_batches(
-            response.content,
-            topic=topic,
-            partition=partition,
-            start=offset,
-            until=2**63 - 1,
-            include_headers=False,
-        )
-        h = response.headers
-        return rows.num_rows, int(h["pafka-next-offset"]), int(h["pafka-high-watermark"])
-
-    seen, elapsed = _read_all(gateway, topic, partitions, BATCHES, read, records)
+    seen = 0
+    started = time.perf_counter()
+    with GatewayClient(GatewayOptions((gateway,))) as client:
+        bounds = client.bounds([(topic, p) for p in range(partitions)])
+        for (name, partition), (beginning, end) in bounds.items():
+            ranged = OffsetRange(name, partition, beginning, end)
+            for rows in read_arrow(client, ranged, include_headers=False, fail_on_data_loss=True):
+                seen += rows.num_rows
+    elapsed = time.perf_counter() - started
     assert seen == records, f"the gateway gave {seen} of {records} records"
     return Phase("batches", seen, elapsed)
 
