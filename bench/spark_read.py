@@ -6,8 +6,6 @@
 One run: a fresh topic (replication factor 1) gets ``--records`` records of 100 bytes from
 librdkafka; then the same records are read back
 
-* by one librdkafka consumer over the Kafka protocol (assign, no group), the best of
-  ``--rounds`` reads as for Spark: the baseline;
 * by one thread through the gateway's range endpoint: in JSON pages with httpx (binary
   format, base64 values), and in the record-batch format (``application/vnd.pafka.batches``)
   as a Spark task reads it, through the connector's client and decoded into Arrow, without
@@ -18,25 +16,31 @@ librdkafka; then the same records are read back
   (``sum(length(value))``): first as the connector read before the batch format (JSON pages of
   ``maxRecordsPerRequest`` records, a data source defined here), then with ``format("pafka")``
   (the batch format). The first Spark read starts the Python workers and is reported apart
-  from the best of the next ``--rounds`` of each.
+  from the best of the next ``--rounds`` of each;
+* by one librdkafka consumer over the Kafka protocol (assign, no group), the baseline: each of
+  the ``--rounds`` batch-format Spark reads comes right after one consumer read, so that both
+  sides of each pair meet the machine as it is at that moment.
 
 Each line gives records/s and MB/s of values; then the best time of a Spark read of one record
 per partition (what a query costs whatever it reads: Spark's planning, scheduling and Python
-workers, the connector's planning requests), both Spark reads as a ratio of the consumer's rate
-in the same run, and the batch-format read's rate with that per-query cost taken out.
+workers, the connector's planning requests), both Spark reads as a ratio of the consumer's best
+rate, the batch-format ratio of each pair and their median, and the batch-format read's rate
+with that per-query cost taken out.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,17 +142,12 @@ def json_source() -> type:
     return JsonSource
 
 
-def spark_reads(
-    gateway: str,
-    topic: str,
-    partitions: int,
-    records: int,
-    cores: int,
-    rounds: int,
-    min_partitions: int,
-) -> tuple[list[tuple[Phase, Phase]], Phase]:
-    """(first and best read of each format: JSON pages, then record batches; the best read of
-    one record per partition in the batch format, Spark's and the connector's cost per query)."""
+@contextlib.contextmanager
+def spark_reader(
+    gateway: str, topic: str, records: int, cores: int, min_partitions: int
+) -> Iterator[Callable[..., Phase]]:
+    """A Spark session (``local[cores]``) and a function reading ``topic`` with it once: in a
+    given format, up to given ending offsets, asserting the count it expects."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -180,16 +179,10 @@ def spark_reads(
         assert row.n == expected, f"Spark read {row.n} of {expected} records"
         return Phase("spark", row.n, elapsed)
 
-    one_each = json.dumps({topic: {str(p): 1 for p in range(partitions)}})
     try:
-        found = []
-        for fmt in ("pafka-json", "pafka"):
-            first = once(fmt)
-            found.append((first, min((once(fmt) for _ in range(rounds)), key=_seconds)))
-        tiny = min((once("pafka", one_each, partitions) for _ in range(rounds)), key=_seconds)
+        yield once
     finally:
         spark.stop()
-    return found, tiny
 
 
 def _seconds(phase: Phase) -> float:
@@ -201,7 +194,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--tasks-per-core", type=int, default=2, help="minPartitions = cores x this"
     )
@@ -219,41 +212,47 @@ def main() -> None:
         create_topic(bootstrap, topic, args.partitions)
         parts = args.partitions
         print(produce(bootstrap, topic, args.records).line(parts), flush=True)
-        # Best of as many reads as the Spark reads get: one read alone would meet more of
-        # the machine's noise than the best of two, and favour Spark in the ratio.
-        consumer = min(
-            (fetch(bootstrap, topic, parts, args.records) for _ in range(args.rounds)),
-            key=_seconds,
-        )
-        print(
-            consumer.line(parts),
-            f"(librdkafka consumer, Kafka protocol, best of {args.rounds})",
-            flush=True,
-        )
         single = gateway_read(gateway, topic, parts, args.records)
         print(single.line(parts), "(one thread, REST range reads, JSON)", flush=True)
         batches = gateway_batch_read(gateway, topic, parts, args.records)
         print(batches.line(parts), "(one thread, REST range reads, batches to Arrow)", flush=True)
-        ((json_first, json_best), (first, best)), tiny = spark_reads(
-            gateway,
-            topic,
-            parts,
-            args.records,
-            args.cores,
-            args.rounds,
-            args.cores * args.tasks_per_core,
+        min_partitions = args.cores * args.tasks_per_core
+        cores = f"local[{args.cores}], minPartitions {min_partitions}"
+        one_each = json.dumps({topic: {str(p): 1 for p in range(parts)}})
+        with spark_reader(gateway, topic, args.records, args.cores, min_partitions) as once:
+            json_first = once("pafka-json")
+            print(json_first.line(parts), f"(JSON pages, first read, {cores}, workers starting)")
+            json_best = min((once("pafka-json") for _ in range(args.rounds)), key=_seconds)
+            print(json_best.line(parts), f"(JSON pages, as before, best of {args.rounds})")
+            first = once("pafka")
+            print(first.line(parts), f"(record batches, first read, {cores})", flush=True)
+            # Each Spark read right after a consumer read: a machine whose speed drifts during
+            # the run (other tenants, a throttled CPU) then slows both sides of a pair alike.
+            pairs = [
+                (fetch(bootstrap, topic, parts, args.records), once("pafka"))
+                for _ in range(args.rounds)
+            ]
+            tiny = min((once("pafka", one_each, parts) for _ in range(args.rounds)), key=_seconds)
+        consumer = min((c for c, _ in pairs), key=_seconds)
+        best = min((s for _, s in pairs), key=_seconds)
+        print(
+            consumer.line(parts),
+            f"(librdkafka consumer, Kafka protocol, best of {args.rounds}, "
+            "each read just before a Spark batch read)",
         )
-        cores = f"local[{args.cores}], minPartitions {args.cores * args.tasks_per_core}"
-        print(json_first.line(parts), f"(JSON pages, first read, {cores}, workers starting)")
-        print(json_best.line(parts), f"(JSON pages, as before, best of {args.rounds})")
-        print(first.line(parts), f"(record batches, first read, {cores})")
         print(best.line(parts), f"(record batches, best of {args.rounds}, {cores})")
         print(f"spark    a read of one record per partition: {tiny.seconds:.3f} s (per query)")
         rate = consumer.records_per_s
+        ratios = [s.records_per_s / c.records_per_s for c, s in pairs]
         print(
             f"spark / consumer: JSON pages (before) = {json_best.records_per_s / rate:.2f}, "
-            f"record batches (now) = {best.records_per_s / rate:.2f}; "
+            f"record batches (now) = {best.records_per_s / rate:.2f} (best / best); "
             f"one thread, batches / JSON = {batches.records_per_s / single.records_per_s:.2f}"
+        )
+        print(
+            "record batches / consumer, read by read: "
+            + ", ".join(f"{r:.2f}" for r in ratios)
+            + f"; median {statistics.median(ratios):.2f}"
         )
         beyond = max(best.seconds - tiny.seconds, 1e-9)
         print(
