@@ -3,8 +3,9 @@ real headless Chromium against the session's shared cluster (as ``test_console_b
 every other host aborted, every failed call expected).
 
 A partition's records carry timestamps a minute apart (written by confluent-kafka with explicit
-CreateTime); the browser picks a local date and time and the page starts at the first record at
-or after it (Kafka's offsetsForTimes), or at the log end when none is that late. The gateway
+CreateTime); the browser picks a local date and time, and the page reads oldest first from the
+first record at or after it (Kafka's offsetsForTimes), newest first back from the record before
+it, as from an offset; from the log end when none is that late. The gateway
 searches the partition by key, value and header, a bounded number of records per request, and
 "Continue" goes on from where it stopped. Sizes on disk (DescribeLogDirs) show on the topic list
 and a topic's page; a user whose ACLs lack DESCRIBE on the cluster sees "not permitted" there
@@ -91,7 +92,7 @@ def offsets_shown(page: Any, section: Any) -> list[str]:
     return [r.locator("td").first.inner_text() for r in section.locator("tbody tr").all()]
 
 
-def test_browse_from_a_time_starts_at_the_first_record_at_or_after_it(
+def test_browse_from_a_time_reads_on_from_the_first_record_at_or_after_it_or_back_from_it(
     cluster: Any, chromium: Any, shots: Path, timed_topic: str
 ) -> None:
     base_url = cluster.gateways[0]
@@ -114,7 +115,7 @@ def test_browse_from_a_time_starts_at_the_first_record_at_or_after_it(
         browse.get_by_label("Order").select_option("oldest")
         browse.get_by_label("At most").fill("5")
         browse.get_by_role("button", name="Browse").click()
-        page.get_by_text("is offset 11.").wait_for(timeout=WAIT_MS)
+        page.get_by_text("is offset 11: from there, oldest first.").wait_for(timeout=WAIT_MS)
         records = page.locator("section", has=page.locator("#records-title"))
         assert offsets_shown(page, records) == ["11", "12", "13", "14", "15"]
         assert "2026-03-01 12:11:00 UTC" in records.locator("tbody tr").first.inner_text()
@@ -123,11 +124,25 @@ def test_browse_from_a_time_starts_at_the_first_record_at_or_after_it(
         # Exactly a record's time finds that record; later than all of them, the log end.
         browse.get_by_label("Or from time").fill(local_time(page, T0_MS + 20 * MINUTE_MS))
         browse.get_by_role("button", name="Browse").click()
-        page.get_by_text("is offset 20.").wait_for(timeout=WAIT_MS)
+        page.get_by_text("is offset 20: from there").wait_for(timeout=WAIT_MS)
         browse.get_by_label("Or from time").fill(local_time(page, T0_MS + RECORDS * MINUTE_MS))
         browse.get_by_role("button", name="Browse").click()
         page.get_by_text(f"from the log end, offset {RECORDS}.").wait_for(timeout=WAIT_MS)
         assert records.locator("tbody tr").count() == 0
+
+        # Newest first reads back from the time, as from an offset: the records before it.
+        browse.get_by_label("Order").select_option("newest")
+        when.fill(local_time(page, T0_MS + 10 * MINUTE_MS + 30_000))
+        browse.get_by_role("button", name="Browse").click()
+        page.get_by_text("is offset 11: the records before it, newest first.").wait_for(
+            timeout=WAIT_MS
+        )
+        assert offsets_shown(page, records) == ["10", "9", "8", "7", "6"]
+        # Later than every record: the newest records.
+        when.fill(local_time(page, T0_MS + RECORDS * MINUTE_MS))
+        browse.get_by_role("button", name="Browse").click()
+        page.get_by_text(f"offset {RECORDS}, newest first.").wait_for(timeout=WAIT_MS)
+        assert offsets_shown(page, records) == [str(RECORDS - 1 - n) for n in range(5)]
 
 
 def test_the_gateway_searches_the_partition_a_bounded_scan_at_a_time(

@@ -56,8 +56,9 @@ export async function render(main, { params, stillCurrent }) {
   }
   const path = `/topics/${enc(topic)}/partitions/${partition}`;
   const range = await call("GET", `${path}/offsets`);
-  // A time: the first offset at or after it (Kafka's offsetsForTimes), read oldest first
-  // from there; none that late: the log end.
+  // A time: the first offset at or after it (Kafka's offsetsForTimes), none that late: the
+  // log end. Oldest first reads on from that record; newest first reads back from the one
+  // before it, as newest first from an offset reads back from that offset.
   let fromTime = null;
   if (time) {
     const at = new Date(time).getTime();
@@ -71,8 +72,9 @@ export async function render(main, { params, stillCurrent }) {
   }
   let start;
   let stop;
-  if (order === "newest" && fromTime === null) {
-    stop = from === null ? range.end_offset : Math.min(range.end_offset, Number(from) + 1);
+  if (order === "newest") {
+    const end = fromTime !== null ? Number(from) : from === null ? range.end_offset : Number(from) + 1;
+    stop = Math.min(range.end_offset, end);
     start = Math.max(range.beginning_offset, stop - limit);
   } else {
     start = from === null ? range.beginning_offset : Math.max(range.beginning_offset, Number(from));
@@ -88,9 +90,11 @@ export async function render(main, { params, stillCurrent }) {
   if (!stillCurrent()) return;
   if (order === "newest") records.reverse();
   const shown = records.filter((r) => matches(r, key, contains));
+  const when = `${time.replace("T", " ")} (${zone(new Date(time))})`;
+  const direction = order === "newest" ? "the records before it, newest first" : "from there, oldest first";
   const timeNote = fromTime === null ? null : notice(fromTime.found
-    ? `The first record at or after ${time.replace("T", " ")} (${zone(new Date(time))}) is offset ${fromTime.offset}.`
-    : `No record at or after ${time.replace("T", " ")} (${zone(new Date(time))}): from the log end, offset ${fromTime.offset}.`);
+    ? `The first record at or after ${when} is offset ${fromTime.offset}: ${direction}.`
+    : `No record at or after ${when}: from the log end, offset ${fromTime.offset}${order === "newest" ? ", newest first" : ""}.`);
   results.replaceChildren(...[
     h("h2", { id: "records-title" }, `${topic} partition ${partition}`),
     timeNote,
