@@ -1,0 +1,52 @@
+"""The pafka-rest bench consumer's decoding: both ways (record by record for a small answer,
+Spark's column decoder for a large one) give the same values, only those in the range asked,
+and refuse a batch whose CRC does not hold."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.compare import pafka_rest
+from pafka.errors import CorruptMessageError
+from pafka.records.encoding import build_batch
+
+
+def _answer(batches: int, per_batch: int, value_bytes: int) -> tuple[bytes, list[bytes]]:
+    values = [f"{n:08d}".encode() * (value_bytes // 8) for n in range(batches * per_batch)]
+    body = b"".join(
+        build_batch(
+            [(None, v, ()) for v in values[b * per_batch : (b + 1) * per_batch]],
+            base_offset=b * per_batch,
+        )
+        for b in range(batches)
+    )
+    return body, values
+
+
+@pytest.mark.parametrize(("batches", "per_batch", "value_bytes"), [(3, 4, 16), (5, 200, 96)])
+def test_values_in_the_range_asked(batches: int, per_batch: int, value_bytes: int) -> None:
+    body, values = _answer(batches, per_batch, value_bytes)
+    small = len(body) <= pafka_rest.SMALL_ANSWER_BYTES
+    assert small == (batches * per_batch < 100)  # each case takes the way it names
+    assert pafka_rest._values(body, "t", 0, 0, len(values)) == values
+    # A batch may begin before the offset asked for, and reach past the records wanted.
+    assert pafka_rest._values(body, "t", 0, 2, len(values) - 3) == values[2:-3]
+
+
+def test_both_ways_agree_on_one_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    body, values = _answer(4, 30, 40)
+    by_record = pafka_rest._values(body, "t", 0, 5, 100)
+    monkeypatch.setattr(pafka_rest, "SMALL_ANSWER_BYTES", 0)
+    assert pafka_rest._values(body, "t", 0, 5, 100) == by_record == values[5:100]
+
+
+@pytest.mark.parametrize("small_answer_bytes", [0, 1 << 20])
+def test_a_damaged_batch_is_refused(
+    monkeypatch: pytest.MonkeyPatch, small_answer_bytes: int
+) -> None:
+    monkeypatch.setattr(pafka_rest, "SMALL_ANSWER_BYTES", small_answer_bytes)
+    body, _ = _answer(2, 5, 16)
+    damaged = bytearray(body)
+    damaged[-1] ^= 0xFF
+    with pytest.raises(CorruptMessageError):
+        pafka_rest._values(bytes(damaged), "t", 0, 0, 10)
