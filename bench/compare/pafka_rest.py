@@ -19,8 +19,9 @@ formats are for people and scripts), and decode every record of it, each batch's
 so each record is checked as the other systems' are, from a decoded value: an answer of more
 than ``SMALL_ANSWER_BYTES`` with the Spark source's column decoder
 (:mod:`pafka.spark.batch_decode`), a smaller one (what a reader keeping up gets, many times a
-second) record by record with the library's record decoder (:mod:`pafka.records.encoding`),
-which costs it a third of building Arrow columns only to read the values back.
+second) record by record as the gateway's own JSON reads select them
+(:func:`pafka.client.batch_reading.select_records`), which costs it a third of building Arrow
+columns only to read the values back.
 """
 
 from __future__ import annotations
@@ -44,8 +45,7 @@ from bench.compare.client_loop import (
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
 from bench.gateway import HttpClient, header_value
-from pafka.records.batch import check_batch, iter_batches
-from pafka.records.encoding import decode_records
+from pafka.client.batch_reading import select_records
 from pafka.spark.batch_decode import decode_batches
 
 NAME = "pafka-rest"
@@ -229,10 +229,5 @@ def _values(body: bytes, topic: str, partition: int, start: int, until: int) -> 
             body, topic=topic, partition=partition, start=start, until=until, include_headers=False
         )
         return decoded.column("value").to_pylist()
-    values: list[Any] = []  # a null value fails the tally loudly, as a column's None would
-    view = memoryview(body)
-    for pos, header in iter_batches(body):
-        check_batch(body, pos, header)
-        records = decode_records(view[pos : pos + header.size])
-        values += [r.value for r in records if start <= r.offset < until]
-    return values
+    records, _ = select_records(body, start, max_records=until - start, high_watermark=until)
+    return [r.value for r in records]
