@@ -94,6 +94,9 @@ export async function call(method, path, { body, accept, contentType } = {}) {
     });
     if (response.status === 401) {
       const answer = await response.json().catch(() => ({}));
+      // Credentials typed while this call was on its way (another call's dialog): use them
+      // rather than asking again for what was just given.
+      if (authorization() !== auth) continue;
       const why = stored()
         ? `The gateway did not accept these credentials: ${answer.message || "401"}`
         : `The gateway asks who you are: ${answer.message || "401"}`;
