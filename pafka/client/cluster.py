@@ -187,8 +187,11 @@ class ClusterClient:
                 last = exc
         raise last or BrokerConnectionError("no broker is known")
 
-    async def call(self, broker_id: int, api: ApiKey, version: int, body: Any) -> Any:
-        return await (await self.connection(broker_id)).call(api, version, body)
+    async def call(
+        self, broker_id: int, api: ApiKey, version: int, body: Any, *, raw: bool = False
+    ) -> Any:
+        """The decoded answer, or with ``raw`` its frame (see :meth:`BrokerConnection.call`)."""
+        return await (await self.connection(broker_id)).call(api, version, body, raw=raw)
 
     # -- metadata ----------------------------------------------------------------------------
 

@@ -39,13 +39,13 @@ from pafka.errors import (
     UnknownTopicOrPartitionError,
     for_code,
 )
-from pafka.protocol.messages import request_class
+from pafka.protocol.produce_answer import decode_produce_answer
+from pafka.protocol.produce_request import VERSION, PartitionRecords, encode_produce
 from pafka.protocol.versions import ApiKey
 from pafka.records.encoding import build_batch
 
 log = logging.getLogger(__name__)
 
-PRODUCE_VERSION = 8
 RETRIABLE_UNAPPENDED = (
     NotLeaderOrFollowerError,
     LeaderNotAvailableError,
@@ -224,24 +224,17 @@ class Producer:
         await asyncio.gather(*requests)
 
     async def _produce(self, broker: int, acks: int, items: list[_Parked]) -> None:
-        cls = request_class(ApiKey.PRODUCE)[PRODUCE_VERSION]
         by_partition: dict[tuple[str, int], list[_Parked]] = {}
         for item in items:
             by_partition.setdefault((item.topic, item.partition), []).append(item)
-        topics: dict[str, list[object]] = {}
+        topics: dict[str, list[PartitionRecords]] = {}
         for (topic, partition), group in by_partition.items():
             batches = b"".join([produce_batching.build(g) for g in produce_batching.plan(group)])
-            topics.setdefault(topic, []).append(
-                cls.TopicProduceData.PartitionProduceData(index=partition, records=batches)
-            )
-        body = cls(
-            transactional_id=None,
-            acks=acks,
-            timeout_ms=self.request_timeout_ms,
-            topic_data=[cls.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
-        )
+            topics.setdefault(topic, []).append((partition, batches))
+        body = encode_produce(None, acks, self.request_timeout_ms, list(topics.items()))
         try:
-            response = await self.cluster.call(broker, ApiKey.PRODUCE, PRODUCE_VERSION, body)
+            frame = await self.cluster.call(broker, ApiKey.PRODUCE, VERSION, body, raw=True)
+            response = decode_produce_answer(memoryview(frame))
         except PafkaError as exc:
             for item in items:
                 self._settle(item, exc)
@@ -304,7 +297,7 @@ def _refusal_message(answer: object) -> str:
     record_errors = getattr(answer, "record_errors", None) or []
     if not record_errors:
         return message
-    first = record_errors[0]
-    reason = f"record {first.batch_index} of its batch: {first.batch_index_error_message}"
+    batch_index, why = record_errors[0]
+    reason = f"record {batch_index} of its batch: {why}"
     more = f" (and {len(record_errors) - 1} more)" if len(record_errors) > 1 else ""
     return f"{message}; {reason}{more}" if message else reason + more
