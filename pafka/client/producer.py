@@ -40,6 +40,7 @@ from pafka.errors import (
     for_code,
 )
 from pafka.protocol.produce_answer import decode_produce_answer
+from pafka.protocol.produce_codec import PartitionProduceResponse
 from pafka.protocol.produce_request import VERSION, PartitionRecords, encode_produce
 from pafka.protocol.versions import ApiKey
 from pafka.records.encoding import build_batch
@@ -247,8 +248,8 @@ class Producer:
             for item in group:
                 self._settle(item, RequestTimedOutError("no answer for this partition"))
 
-    def _answer(self, group: list[_Parked], answer: object) -> None:
-        code = int(getattr(answer, "error_code", 0))
+    def _answer(self, group: list[_Parked], answer: PartitionProduceResponse) -> None:
+        code = answer.error_code
         if code:
             error = for_code(code, _refusal_message(answer))
             if len(group) > 1 and isinstance(error, produce_batching.REFUSED_WHOLE):
@@ -262,8 +263,7 @@ class Producer:
             for item in group:
                 self._settle(item, error)
             return
-        offset = int(getattr(answer, "base_offset", -1))
-        timestamp = int(getattr(answer, "log_append_time_ms", -1))
+        offset, timestamp = answer.base_offset, answer.log_append_time_ms
         for item in group:
             appended = Appended(item.partition, offset, timestamp)
             if not item.future.done():
@@ -290,11 +290,11 @@ class Producer:
             await asyncio.gather(*self._inflight, return_exceptions=True)
 
 
-def _refusal_message(answer: object) -> str:
+def _refusal_message(answer: PartitionProduceResponse) -> str:
     """The broker's message, with the first refused record's reason when it names records
     (Produce v8+, KIP-467): "One or more records have been rejected" alone says too little."""
-    message = getattr(answer, "error_message", None) or ""
-    record_errors = getattr(answer, "record_errors", None) or []
+    message = answer.error_message or ""
+    record_errors = answer.record_errors
     if not record_errors:
         return message
     batch_index, why = record_errors[0]

@@ -31,10 +31,7 @@ from pafka.protocol.produce_codec import (
     ProduceResponseBody,
     TopicProduceResponse,
 )
-from pafka.protocol.produce_request import VERSION
 from pafka.protocol.wire import Reader
-
-__all__ = ["VERSION", "decode_produce_answer"]
 
 
 def decode_produce_answer(frame: memoryview) -> ProduceResponseBody:
