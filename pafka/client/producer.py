@@ -222,7 +222,12 @@ class Producer:
                 requests.append(self._produce(broker, acks, shared))
             # A broker answers a connection's requests in order: these stay in the send order.
             requests += [self._produce(broker, acks, [item]) for item in items if item.alone]
-        await asyncio.gather(*requests)
+        if len(requests) == 1:
+            # The usual flush (one leader): awaited here rather than as a task of its own,
+            # which would cost the request a turn of the event loop before it is written.
+            await requests[0]
+        else:
+            await asyncio.gather(*requests)
 
     async def _produce(self, broker: int, acks: int, items: list[_Parked]) -> None:
         by_partition: dict[tuple[str, int], list[_Parked]] = {}
