@@ -403,7 +403,8 @@ class _Connection(asyncio.Protocol):
             self._transport.resume_reading()
 
     def _send(self, loop: asyncio.AbstractEventLoop, response: EncodedResponse) -> None:
-        # Written when this task next waits: responses of requests handled meanwhile join it.
+        # Joined with the answers to requests still queued here (pipelined), then written as
+        # one: once none is left to answer now, or at the loop's next turn.
         if isinstance(response, list):
             self._pending += response
             self._pending_bytes += sum(len(piece) for piece in response)
@@ -411,7 +412,7 @@ class _Connection(asyncio.Protocol):
         else:
             self._pending.append(response)
             self._pending_bytes += len(response)
-        if self._pending_bytes >= MAX_PENDING_RESPONSE_BYTES:
+        if self._pending_bytes >= MAX_PENDING_RESPONSE_BYTES or not self._frames:
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
