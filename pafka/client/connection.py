@@ -140,7 +140,11 @@ class BrokerConnection:
                 future = self._send(api, version, body, raw)
                 assert self._answers is not None
                 if self._answers.writing_paused:
-                    await self._answers.drained()
+                    try:
+                        await self._answers.drained()
+                    except BaseException:
+                        future.cancel()  # its answer, should one come, is dropped in turn
+                        raise
                 # Not shielded: a caller that stops waiting cancels its future, and its answer,
                 # still matched in turn, is dropped.
                 return await future
@@ -201,7 +205,7 @@ class BrokerConnection:
             if not future.done():
                 future.set_exception(BrokerConnectionError(str(exc)))
         if self._answers is not None:
-            self._answers.fail(BrokerConnectionError(str(exc)))
+            self._answers.wake_writers()
         if self._transport is not None:
             self._transport.close()
 
@@ -217,7 +221,6 @@ class _Answers(asyncio.Protocol):
         self._connection = connection
         self._decoder = FrameDecoder(MAX_RESPONSE_BYTES)
         self._drain_waiters: list[asyncio.Future[None]] = []
-        self._failure: BaseException | None = None
         self.writing_paused = False
 
     def data_received(self, data: bytes) -> None:
@@ -246,27 +249,19 @@ class _Answers(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        self._wake_writers(None)
+        self.wake_writers()
 
     async def drained(self) -> None:
-        """Return once the transport takes writes again; raise if the connection failed."""
-        if self._failure is not None:
-            raise self._failure
+        """Return once the transport takes writes again, or the connection has failed (the
+        caller's answer then carries the error)."""
+        if self._connection._failure is not None:
+            return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._drain_waiters.append(waiter)
         await waiter
 
-    def fail(self, exc: BaseException) -> None:
-        if self._failure is None:
-            self._failure = exc
-        self._wake_writers(exc)
-
-    def _wake_writers(self, exc: BaseException | None) -> None:
+    def wake_writers(self) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []
         for waiter in waiters:
-            if waiter.done():
-                continue
-            if exc is None:
+            if not waiter.done():
                 waiter.set_result(None)
-            else:
-                waiter.set_exception(exc)

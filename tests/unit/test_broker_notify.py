@@ -12,10 +12,6 @@ import pytest
 from services.broker.notify import Notifier, wait_any
 
 
-def run(coroutine: object) -> None:
-    asyncio.run(coroutine)  # type: ignore[arg-type]
-
-
 def test_a_notify_wakes_every_waiter_at_the_next_turn() -> None:
     async def scenario() -> None:
         first, second = Notifier("a"), Notifier("b")
@@ -31,7 +27,7 @@ def test_a_notify_wakes_every_waiter_at_the_next_turn() -> None:
         assert [w.result() for w in waiters] == [True, True]
         assert first.waiter_count == 0 and second.waiter_count == 0
 
-    run(scenario())
+    asyncio.run(scenario())
 
 
 def test_a_timeout_returns_false_and_leaves_nothing_registered() -> None:
@@ -43,7 +39,7 @@ def test_a_timeout_returns_false_and_leaves_nothing_registered() -> None:
         notifier.notify()
         assert await asyncio.wait_for(patient, 5) is True
 
-    run(scenario())
+    asyncio.run(scenario())
 
 
 def test_a_cancelled_waiter_disturbs_no_other() -> None:
@@ -60,7 +56,7 @@ def test_a_cancelled_waiter_disturbs_no_other() -> None:
         notifier.notify()
         assert await asyncio.wait_for(other, 5) is True
 
-    run(scenario())
+    asyncio.run(scenario())
 
 
 def test_nothing_to_wait_on_or_no_time_left_returns_at_once() -> None:
@@ -70,7 +66,7 @@ def test_nothing_to_wait_on_or_no_time_left_returns_at_once() -> None:
         assert await wait_any([notifier], 0) is False
         assert notifier.waiter_count == 0
 
-    run(scenario())
+    asyncio.run(scenario())
 
 
 def test_a_notify_before_anyone_waits_is_not_kept() -> None:
@@ -80,4 +76,4 @@ def test_a_notify_before_anyone_waits_is_not_kept() -> None:
         # A fetch reads the log before it waits: a change before that is read, not waited for.
         assert await wait_any([notifier], 0.01) is False
 
-    run(scenario())
+    asyncio.run(scenario())
