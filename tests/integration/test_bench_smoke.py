@@ -43,7 +43,9 @@ def test_every_driver_runs_and_the_report_is_written(tmp_path: Path) -> None:
                 assert run.error == "", run.error
                 assert run.expected > 0
                 assert run.produced == run.consumed == run.expected, run
-                assert run.latency is not None and run.latency.count == run.consumed
+                # Records sent in a consumer's first second are its warm-up
+                # (client_loop.WARMUP_S): left out of the latencies unless the run is shorter.
+                assert run.latency is not None and 0 < run.latency.count <= run.consumed
         assert outcome.durability[system]
 
     text = (out / "report.md").read_text()
