@@ -134,8 +134,11 @@ lint: deps
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# Test files go to TEST_WORKERS processes, each file whole (a module's cluster starts once); most
+# files wait on processes, sockets and timeouts more than they compute, so two cores run more.
+TEST_WORKERS ?= 3
 test: test-deps lint
-	$(VENV)/bin/pytest -q --durations=30
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
 
 test-faults: deps
 	$(VENV)/bin/pytest -q -m faults
