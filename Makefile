@@ -136,9 +136,11 @@ lint: deps
 
 # Test files go to TEST_WORKERS processes, each file whole (a module's cluster starts once); most
 # files wait on processes, sockets and timeouts more than they compute, so two cores run more.
+# Files are handed out in collection order, not largest first, so the container test (a few
+# tests, ten minutes of image builds and pods) starts at once instead of last.
 TEST_WORKERS ?= 3
 test: test-deps lint
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=30
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
 test-faults: deps
 	$(VENV)/bin/pytest -q -m faults

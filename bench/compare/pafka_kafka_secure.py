@@ -31,7 +31,8 @@ class _SecureSystem(pafka_kafka.System):
         from pafka.admin.scram_users import alter_user, upsert
         from pafka.local.certs import ThrowawayCa
         from pafka.local.cluster import LocalCluster
-        from pafka.local.zookeeper import ZooKeeperServer, free_port
+        from pafka.local.ports import free_port
+        from pafka.local.zookeeper import ZooKeeperServer
         from pafka.security.scram_credentials import ScramCredential
 
         ca = ThrowawayCa.create(workdir / "pafka-tls" / "ca")

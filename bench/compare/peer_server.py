@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from pafka.errors import ConfigError, PafkaError
-from pafka.local.zookeeper import free_port
+from pafka.local.ports import free_port
 
 __all__ = ["ChildServer", "PeerSystem", "ensure_debian_package", "find_binary", "free_port"]
 

@@ -97,6 +97,19 @@ def release(ports: Iterable[int], owner: Path) -> None:
                 path.unlink()
 
 
+def free_port(host: str = HOST) -> int:
+    """A port free now for a process about to bind it, drawn as :func:`pick_port` draws (below
+    the kernel's ephemeral range, where no outgoing connection's source port can take it in the
+    meantime, and never a port a local cluster reserved), but not reserved itself: for servers
+    that are not restarted on the same port later."""
+    low, _ = kernel_ephemeral_range()
+    for _ in range(_PICK_ATTEMPTS):
+        port = _random.randrange(LOWEST_PICKED_PORT, max(low, LOWEST_PICKED_PORT + 1000))
+        if not _reservation(port).exists() and port_free(port, host):
+            return port
+    raise OSError(f"no free port below {low} after {_PICK_ATTEMPTS} attempts")
+
+
 def pick_port(preferred: int | None, owner: Path, taken: set[int]) -> int:
     """A free port reserved for ``owner``: ``preferred`` when usable, else one drawn from below
     the kernel's ephemeral range."""

@@ -16,16 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pafka.errors import CoordinationError
+from pafka.local.ports import free_port
 
 DEBIAN_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def java_available() -> bool:

@@ -18,7 +18,7 @@ from kazoo.client import KazooClient
 from pafka.admin.scram_users import alter_user, upsert
 from pafka.local.certs import ThrowawayCa
 from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import free_port
+from pafka.local.ports import free_port
 from pafka.security.scram_credentials import ScramCredential
 
 MODE_VARIABLE = "PAFKA_FAULTS_SECURITY"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from pafka.local.zookeeper import free_port
+from pafka.local.ports import free_port
 
 READY_WITHIN_S = 60.0
 

@@ -33,7 +33,8 @@ from pafka.client import scram_users
 from pafka.client.cluster import ClusterClient
 from pafka.errors import ClusterAuthorizationFailedError
 from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer, free_port
+from pafka.local.ports import free_port
+from pafka.local.zookeeper import ZooKeeperServer
 from pafka.security.client_security import ClientSecurity
 from pafka.security.listeners import SecurityProtocol
 from pafka.security.scram_credentials import ScramCredential

@@ -71,7 +71,12 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHandle]:
         tmp_path_factory, "admin-apis", brokers=3, controllers=2, broker_env=env
     ) as handle:
         wait_until(lambda: len(handle.broker_ids()) == 3, "every broker registered")
-        yield handle
+        try:
+            yield handle
+        finally:
+            # Dropped before the cluster goes: a kept librdkafka producer would go on
+            # reconnecting to its stopped brokers (and logging it) for the rest of the run.
+            _producers.pop(handle.bootstrap, None)
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -30,6 +29,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from pafka.local.ports import free_port
 
 helm = pytest.importorskip("helm_python")
 
@@ -53,12 +54,6 @@ RELEASE, NAMESPACE = "demo", "data"
 VENV_BIN = Path(sys.executable).parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("0.0.0.0", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Pod:
     name: str
@@ -73,19 +68,19 @@ class Pod:
 
 def render(zk_connect: str, extra: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
     """The chart for a cluster on this machine, with `extra` values laid over."""
-    gateway_port = free_port()
+    gateway_port = free_port("0.0.0.0")
     values = {
         "zookeeper": {"enabled": False, "connect": zk_connect},
         "broker": {
             "replicaCount": 3,
-            "ports": {"kafka": free_port(), "http": free_port()},
+            "ports": {"kafka": free_port("0.0.0.0"), "http": free_port("0.0.0.0")},
             "config": {
                 "DEFAULT_REPLICATION_FACTOR": 3,
                 "MIN_INSYNC_REPLICAS": 2,
                 "GROUP_INITIAL_REBALANCE_DELAY_MS": 0,
             },
         },
-        "controller": {"replicaCount": 2, "ports": {"http": free_port()}},
+        "controller": {"replicaCount": 2, "ports": {"http": free_port("0.0.0.0")}},
         "gateway": {
             "replicaCount": 1,
             "ports": {"http": gateway_port},

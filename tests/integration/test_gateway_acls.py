@@ -35,7 +35,8 @@ from kazoo.client import KazooClient
 
 from pafka.admin.scram_users import alter_user, upsert
 from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer, free_port
+from pafka.local.ports import free_port
+from pafka.local.zookeeper import ZooKeeperServer
 from pafka.security.scram_credentials import ScramCredential
 
 PASSWORDS = {"broker": "b-secret", "gateway": "g-secret", "alice": "a-secret", "bob": "b0b"}

@@ -10,6 +10,7 @@ exist is still refused with 404 at once, not after a wait.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -26,6 +27,8 @@ AT_ONCE = 8
 # The gateways' default wait for a topic ZooKeeper knows (PAFKA_GATEWAY_METADATA_WAIT_MS)
 # plus the request timeout: longer than any answer may take, so a hang fails the test.
 CLIENT_TIMEOUT_S = 60.0
+# Deleting the 200 topics of the concurrent rounds (three replicas each) on a busy machine.
+DELETIONS_S = 180.0
 
 
 def _post(url: str, body: bytes) -> httpx.Response:
@@ -93,8 +96,14 @@ def test_created_topics_are_written_and_read_at_once(cluster: Any) -> None:
     with ThreadPoolExecutor(AT_ONCE) as pool:
         names = list(pool.map(lambda i: _round(i, cluster, cid), range(ROUNDS)))
     assert len(set(names)) == ROUNDS
-    for name in names:  # the shared cluster should not carry 200 more topics into later tests
+    # The shared cluster should not carry 200 more topics into later tests, nor a controller
+    # still deleting them while they create topics of their own.
+    for name in names:
         admin.delete_topic(cluster.zk, name)
+    deadline = time.monotonic() + DELETIONS_S
+    while set(names) & (admin.pending_deletions(cluster.zk) | set(admin.list_topics(cluster.zk))):
+        assert time.monotonic() < deadline, "the round's topics still not deleted"
+        time.sleep(0.2)
 
 
 def test_kafka_client_produces_right_after_a_zookeeper_create(cluster: Any) -> None:

@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from pafka.local.certs import ThrowawayCa
-from pafka.local.zookeeper import free_port
+from pafka.local.ports import free_port
 from tests.integration.conftest import ClusterHandle
 from tests.integration.gateway_process import start_gateway
 

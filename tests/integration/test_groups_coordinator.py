@@ -31,7 +31,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer, free_port
+from pafka.local.zookeeper import ZooKeeperServer
 from pafka.zk.znodes import (
     BrokerInfo,
     CommittedOffsetZNode,
@@ -78,13 +78,8 @@ def cluster(
         zookeeper=connect,
         broker_env=TEST_BROKER_ENV,
     )
-    # Ports of our own, not Kafka's defaults: another cluster starting while one of our brokers
-    # is down must not take its ports from it.
-    taken: set[int] = set()
-    for service in local.services.values():
-        service.http_port = _fresh_port(taken)
-        if service.kind == "broker":
-            service.port = _fresh_port(taken)
+    # Its ports are reserved for it (tests/conftest.py: PAFKA_LOCAL_PORTS=ephemeral): another
+    # cluster starting while one of its brokers is down cannot take that broker's ports.
     local.start()
     handle = ClusterHandle(local, connect)
     try:
@@ -92,14 +87,6 @@ def cluster(
     finally:
         handle.close()
         local.stop()
-
-
-def _fresh_port(taken: set[int]) -> int:
-    port = free_port()
-    while port in taken:
-        port = free_port()
-    taken.add(port)
-    return port
 
 
 def _name(prefix: str) -> str:

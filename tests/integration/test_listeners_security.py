@@ -35,7 +35,8 @@ from pafka.client.producer import OutgoingRecord
 from pafka.client.producer import Producer as PafkaProducer
 from pafka.local.certs import Pem, ThrowawayCa
 from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer, free_port
+from pafka.local.ports import free_port
+from pafka.local.zookeeper import ZooKeeperServer
 from pafka.security.client_security import ClientSecurity
 from pafka.security.listeners import SecurityProtocol
 from pafka.security.scram_credentials import ScramCredential

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from pafka.local.cluster import ServiceProcess
-from pafka.local.zookeeper import free_port
+from pafka.local.ports import free_port
 from tests.chart_monitoring import (
     RELEASE,
     DashboardQuery,

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer, free_port
+from pafka.local.ports import free_port
+from pafka.local.zookeeper import ZooKeeperServer
 from tests.integration.secure_cluster import add_scram_user, lone_broker, open_connections
 
 AUTHENTICATION_TIMEOUT_MS = 1500

@@ -31,7 +31,8 @@ from kafka.protocol.sasl import SaslHandshakeRequest
 
 from pafka.local.certs import ThrowawayCa
 from pafka.local.cluster import LocalCluster
-from pafka.local.zookeeper import ZooKeeperServer, free_port
+from pafka.local.ports import free_port
+from pafka.local.zookeeper import ZooKeeperServer
 from tests.integration.secure_cluster import add_scram_user, lone_broker, open_connections, tls_env
 
 AUTHENTICATION_TIMEOUT_MS = 1500

@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import Permissions
 
-from pafka.local.zookeeper import free_port
+from pafka.local.ports import free_port
 from pafka.zk import znodes
 from pafka.zk.security import parse_zk_auth
 from tests.integration.conftest import ClusterHandle, own_cluster

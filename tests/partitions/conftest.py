@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from pafka.local.cluster import LocalCluster, Placement
-from pafka.local.zookeeper import ZooKeeperServer, free_port, java_available
+from pafka.local.ports import free_port
+from pafka.local.zookeeper import ZooKeeperServer, java_available
 from tests.integration.conftest import ClusterHandle
 from tests.integration.conftest import pytest_runtest_makereport as pytest_runtest_makereport
 from tests.partitions.cuts import Cuts

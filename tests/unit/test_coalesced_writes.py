@@ -11,7 +11,7 @@ import httpx
 
 from pafka.coalesced_writes import HOLD_LIMIT_BYTES
 from pafka.httpserver import start_http
-from tests.unit.test_httpserver import free_port
+from pafka.local.ports import free_port
 
 Send = Callable[[dict[str, object]], Awaitable[None]]
 LARGE = bytes(range(256)) * (HOLD_LIMIT_BYTES // 64)  # four times what is held

@@ -8,7 +8,8 @@ import json
 
 from pafka.http_refusals import MAX_URL_BYTES
 from pafka.httpserver import start_http
-from tests.unit.test_httpserver import free_port, hello
+from pafka.local.ports import free_port
+from tests.unit.test_httpserver import hello
 
 Answer = tuple[int, dict[str, str], bytes]
 

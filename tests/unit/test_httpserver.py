@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from pafka.httpserver import start_http
+from pafka.local.ports import free_port
 
 Send = Callable[[dict[str, object]], Awaitable[None]]
 
@@ -18,12 +19,6 @@ async def hello(scope: dict[str, object], receive: object, send: Send) -> None:
     assert scope["type"] == "http"
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"hello"})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_a_taken_port_raises_in_the_caller() -> None:
