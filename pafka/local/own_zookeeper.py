@@ -8,6 +8,7 @@ from another process later.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,10 @@ from pafka.errors import ConfigError, CoordinationError
 from pafka.local import ports
 from pafka.local.processes import process_alive, start_ticks, terminate
 from pafka.local.zookeeper import ZooKeeperServer
+
+# A restart finds the port of the server it just stopped held for a moment on a loaded
+# machine; a port still taken after this long is another server's.
+PORT_RELEASE_WAIT_S = 5.0
 
 
 @dataclass
@@ -35,10 +40,13 @@ class OwnZooKeeper:
         dir (ZooKeeperServer.wait_ready), never another server that holds the port."""
         if self.alive():
             raise ConfigError(f"zookeeper is already running (pid {self.pid})")
-        if not ports.port_free(self.server.port, self.server.host):
-            raise CoordinationError(
-                f"zookeeper cannot start: its port {self.server.port} is in use"
-            )
+        deadline = time.monotonic() + PORT_RELEASE_WAIT_S
+        while not ports.port_free(self.server.port, self.server.host):
+            if time.monotonic() >= deadline:
+                raise CoordinationError(
+                    f"zookeeper cannot start: its port {self.server.port} is in use"
+                )
+            time.sleep(0.1)
         self.server.start(detach=detach, timeout_s=timeout_s)
         assert self.server.process is not None
         self.pid = self.server.process.pid
