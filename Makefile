@@ -134,11 +134,11 @@ lint: deps
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# Test files go to TEST_WORKERS processes, each file whole (a module's cluster starts once); most
-# files wait on processes, sockets and timeouts more than they compute, so two cores run more.
-# Files are handed out in collection order, not largest first, so the container test (a few
-# tests, ten minutes of image builds and pods) starts at once instead of last.
-TEST_WORKERS ?= 3
+# TEST_WORKERS=3 spreads test files over three processes, each file whole (a module's cluster
+# starts once), in collection order so the container test (a few tests, ten minutes of image
+# builds and pods) starts at once: about 37 minutes on 2 cores against 60. Not yet the default:
+# on two cores some timing-bound tests still fail now and then that way (see the README).
+TEST_WORKERS ?= 0
 test: test-deps lint
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
