@@ -17,7 +17,7 @@ import random
 import socket
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 HOST = "127.0.0.1"
@@ -102,12 +102,7 @@ def free_port(host: str = HOST) -> int:
     the kernel's ephemeral range, where no outgoing connection's source port can take it in the
     meantime, and never a port a local cluster reserved), but not reserved itself: for servers
     that are not restarted on the same port later."""
-    low, _ = kernel_ephemeral_range()
-    for _ in range(_PICK_ATTEMPTS):
-        port = _random.randrange(LOWEST_PICKED_PORT, max(low, LOWEST_PICKED_PORT + 1000))
-        if not _reservation(port).exists() and port_free(port, host):
-            return port
-    raise OSError(f"no free port below {low} after {_PICK_ATTEMPTS} attempts")
+    return _draw(lambda port: not _reservation(port).exists() and port_free(port, host))
 
 
 def pick_port(preferred: int | None, owner: Path, taken: set[int]) -> int:
@@ -115,10 +110,15 @@ def pick_port(preferred: int | None, owner: Path, taken: set[int]) -> int:
     the kernel's ephemeral range."""
     if preferred is not None and _claim(preferred, owner, taken):
         return preferred
+    return _draw(lambda port: _claim(port, owner, taken))
+
+
+def _draw(usable: Callable[[int], bool]) -> int:
+    """A random port below the kernel's ephemeral range that ``usable`` accepts."""
     low, _ = kernel_ephemeral_range()
     for _ in range(_PICK_ATTEMPTS):
         port = _random.randrange(LOWEST_PICKED_PORT, max(low, LOWEST_PICKED_PORT + 1000))
-        if _claim(port, owner, taken):
+        if usable(port):
             return port
     raise OSError(f"no free port below {low} after {_PICK_ATTEMPTS} attempts")
 
