@@ -157,7 +157,8 @@ async def _consume(
             puller.expire(time.monotonic())
             await puller.top_up()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(puller.changed.wait(), WAKE_S)
+                async with asyncio.timeout(WAKE_S):
+                    await puller.changed.wait()
             tally.raise_if_idle(f"{NAME} consumer of {topic}", count)
         # Requests still open may deliver more: refuse it until they end, so that it goes to
         # another worker at once instead of after the ack wait.
@@ -166,7 +167,8 @@ async def _consume(
             puller.changed.clear()
             puller.expire(time.monotonic())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(puller.changed.wait(), WAKE_S)
+                async with asyncio.timeout(WAKE_S):
+                    await puller.changed.wait()
         return tally.stats()
     finally:
         await nc.close()

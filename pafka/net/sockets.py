@@ -86,9 +86,10 @@ async def open_connection(
         attempt_s = remaining_s if probe_interval_s is None else min(probe_interval_s, remaining_s)
         attempts += 1
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=limit, ssl=ssl_context), attempt_s
-            )
+            async with asyncio.timeout(attempt_s):
+                reader, writer = await asyncio.open_connection(
+                    host, port, limit=limit, ssl=ssl_context
+                )
         except TimeoutError:
             continue
         sock = writer.get_extra_info("socket")

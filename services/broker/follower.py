@@ -223,7 +223,8 @@ class FollowerLink:
         self.wake.clear()
         timeout_s = None if due_s is None else max(due_s - time.monotonic(), 0.0)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.wake.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self.wake.wait()
 
     async def _call(
         self,

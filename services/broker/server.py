@@ -396,7 +396,8 @@ class _Connection(asyncio.Protocol):
             while not self._closed and (remaining := self._muted_until - loop.time()) > 0:
                 self._wakeup = loop.create_future()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wakeup, remaining)
+                    async with asyncio.timeout(remaining):
+                        await self._wakeup
         finally:
             self._handling = False
         if not self._reading_paused and not self._closed:

@@ -262,7 +262,8 @@ class ClusterView:
                 # A bug in one round must not end the view for the rest of this term.
                 log.exception("cluster view refresh failed")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval_s)
+                async with asyncio.timeout(self._interval_s):
+                    await self._wake.wait()
 
     async def close(self) -> None:
         self.unbind()

@@ -112,7 +112,8 @@ async def _broker_offsets(
     try:
         # The connection's own timeout, not a cancellation: it closes a connection that did not
         # answer, so the next round does not queue behind the unanswered requests.
-        connection = await asyncio.wait_for(client.connection(broker_id), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            connection = await client.connection(broker_id)
         starts, ends = await asyncio.gather(
             _list_offsets(connection, epochs, EARLIEST, timeout_s),
             _list_offsets(connection, epochs, LATEST, timeout_s),

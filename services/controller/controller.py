@@ -430,7 +430,8 @@ class Controller:
             raise NotControllerError("this controller is not active")
         done: asyncio.Future[list[tuple[str, int]]] = asyncio.get_running_loop().create_future()
         await self._enqueue("shutdown", (broker_id, (done,)))
-        return await asyncio.wait_for(done, timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await done
 
     # -- admin requests forwarded by brokers ------------------------------------------------------
 
@@ -439,7 +440,8 @@ class Controller:
             raise NotControllerError("this controller is not active")
         done: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
         await self._enqueue(kind, (*payload, done))
-        return await asyncio.wait_for(done, timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await done
 
     async def elect_leaders(
         self, kind: ElectionType, partitions: list[TopicPartition] | None, timeout_s: float

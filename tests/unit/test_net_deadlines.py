@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -24,7 +25,13 @@ from pafka.client.connection import BrokerConnection
 from pafka.cluster.topic_config import TopicConfig
 from pafka.control import messages as control
 from pafka.control.messages import LiveBroker
-from pafka.errors import BrokerConnectionError, ConfigError, CoordinationError, NotControllerError
+from pafka.errors import (
+    BrokerConnectionError,
+    ConfigError,
+    CoordinationError,
+    FencedLeaderEpochError,
+    NotControllerError,
+)
 from pafka.local.zookeeper import ZooKeeperServer
 from pafka.net.deadlines import KeepAlive, NetworkDeadlines
 from pafka.net.sockets import Backoff, backoff_ms, open_connection
@@ -263,6 +270,27 @@ def test_follower_drops_a_silent_leader_and_reconnects_with_backoff(tmp_path: Pa
                 link.task.cancel()
                 await asyncio.gather(link.task, return_exceptions=True)
             link.partitions[("t", 0)].log.close()
+
+    run(scenario())
+
+
+def test_a_follower_told_to_stop_as_it_is_woken_stops(tmp_path: Path) -> None:
+    """Cancellation and a wake landing in the same loop turn: the wait ends in the cancellation
+    (Python 3.11's wait_for returned as if woken, and the fetcher ran on for good)."""
+
+    async def scenario() -> None:
+        link = _link(1)
+        partition = _partition(tmp_path)
+        link.add(partition)
+        key = (partition.topic, partition.index)
+        link.states.failed(key, FencedLeaderEpochError.code, time.monotonic(), 60.0)
+        waiting = asyncio.create_task(link._wait_for_due())
+        await asyncio.sleep(0)  # the task now waits for the wake or the partition's due time
+        link.wake.set()
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        partition.log.close()
 
     run(scenario())
 

@@ -145,7 +145,8 @@ class GroupProtocol:
                 rt.changed.clear()
             remaining_s = max(rt.rebalance_deadline_ms - now_ms(), 0) / 1000
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(rt.changed.wait(), timeout=remaining_s)
+                async with asyncio.timeout(remaining_s):
+                    await rt.changed.wait()
 
     async def _complete_join(self, rt: GroupRuntime) -> None:
         meta = rt.meta

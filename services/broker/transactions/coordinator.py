@@ -259,33 +259,43 @@ class TransactionCoordinator:
         self, tid: str, timeout_ms: int, expected: decide.ProducerIdAndEpoch | None
     ) -> TxnMetadata:
         decide.check_timeout(timeout_ms, self.config.max_timeout_ms)
-        held = await self._hold(tid, create=True)
-        assert held is not None
-        async with held.lock:
-            self._require_current(held)
-            current = held.meta
-            new_id = None
-            if decide.needs_new_producer_id(current, expected):
-                new_id = await self._next_producer_id()
-            if current is None:
-                assert new_id is not None
-                current, new_id = (
-                    decide.new_transactional_id(tid, new_id, timeout_ms, now_ms()),
-                    None,
-                )
-            outcome = decide.init_producer_id(current, timeout_ms, expected, now_ms(), new_id)
-            await self._write(held, outcome.metadata)
-            if outcome.fenced:
-                log.info(
-                    "%r: a new producer fences epoch %d, aborting its transaction",
-                    tid,
-                    current.producer_epoch,
-                )
-                self._send_markers(held)
-                raise ConcurrentTransactionsError(
-                    f"the ongoing transaction of {tid!r} is being aborted; retry"
-                )
-            return outcome.metadata
+        while True:
+            held = await self._hold(tid, create=True)
+            assert held is not None
+            async with held.lock:
+                # Dropped while this request waited (it expired, or a ZooKeeper write failed):
+                # look it up again rather than refuse, as this broker may still coordinate it.
+                if self.held.get(tid) is held:
+                    return await self._init_held(held, timeout_ms, expected)
+
+    async def _init_held(
+        self, held: HeldId, timeout_ms: int, expected: decide.ProducerIdAndEpoch | None
+    ) -> TxnMetadata:
+        """InitProducerId on an id held here, under its lock."""
+        tid = held.claim.transactional_id
+        current = held.meta
+        new_id = None
+        if decide.needs_new_producer_id(current, expected):
+            new_id = await self._next_producer_id()
+        if current is None:
+            assert new_id is not None
+            current, new_id = (
+                decide.new_transactional_id(tid, new_id, timeout_ms, now_ms()),
+                None,
+            )
+        outcome = decide.init_producer_id(current, timeout_ms, expected, now_ms(), new_id)
+        await self._write(held, outcome.metadata)
+        if outcome.fenced:
+            log.info(
+                "%r: a new producer fences epoch %d, aborting its transaction",
+                tid,
+                current.producer_epoch,
+            )
+            self._send_markers(held)
+            raise ConcurrentTransactionsError(
+                f"the ongoing transaction of {tid!r} is being aborted; retry"
+            )
+        return outcome.metadata
 
     async def add_partitions(
         self, tid: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition]
