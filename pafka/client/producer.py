@@ -70,11 +70,16 @@ class OutgoingRecord(NamedTuple):
 
 @dataclass(frozen=True)
 class Appended:
-    """Where a send's records landed: offsets ``base_offset .. base_offset + count - 1``."""
+    """Where a send's records landed: offsets ``base_offset .. base_offset + count - 1``.
+
+    ``timestamp_ms`` is what Kafka's producer reports as the records' timestamp: the log
+    append time when the topic stamps records so (``log_append_time``), else the create time
+    of records sent without one of their own (the time of the send)."""
 
     partition: int
     base_offset: int
     timestamp_ms: int
+    log_append_time: bool = False
 
 
 @dataclass
@@ -270,7 +275,10 @@ class Producer:
             return
         offset, timestamp = answer.base_offset, answer.log_append_time_ms
         for item in group:
-            appended = Appended(item.partition, offset, timestamp)
+            if timestamp >= 0:
+                appended = Appended(item.partition, offset, timestamp, log_append_time=True)
+            else:
+                appended = Appended(item.partition, offset, item.timestamp_ms)
             if not item.future.done():
                 item.future.set_result(appended)
             offset += item.count

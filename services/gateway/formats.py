@@ -270,7 +270,7 @@ def _int(value: Any, what: str, *, maximum: int) -> int:
     return value
 
 
-def _headers(value: Any, where: str) -> tuple[tuple[str, bytes | None], ...]:
+def parse_headers(value: Any, where: str) -> tuple[tuple[str, bytes | None], ...]:
     if not isinstance(value, list):
         raise RestError(INVALID_REQUEST, f"{where}.headers must be a list")
     found = []
@@ -379,7 +379,7 @@ def parse_items(items: list[Any], fmt: EmbeddedFormat) -> ProduceBody:
             OutgoingRecord(
                 None if value is None else _data(value, fmt, INVALID_VALUE, i, "value"),
                 key_bytes,
-                () if headers is None else _headers(headers, f"records[{i}]"),
+                () if headers is None else parse_headers(headers, f"records[{i}]"),
                 None
                 if timestamp is None
                 else _int(timestamp, f"records[{i}].timestamp", maximum=MAX_TIMESTAMP_MS),

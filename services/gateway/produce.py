@@ -113,6 +113,9 @@ class Result(NamedTuple):
     offset: int | None = None
     error: PafkaError | None = None
     retriable: bool = False
+    # A written record's timestamp as the producer reports it (see Appended).
+    timestamp_ms: int | None = None
+    log_append_time: bool = False
 
     def render(self) -> dict[str, Any]:
         failed = self.error is not None
@@ -239,8 +242,9 @@ async def _send_partition(
                 for i in later:
                     results[i] = Result(partition, error=held, retriable=True)
             return
+        stamp, appended_at = appended.timestamp_ms, appended.log_append_time
         for offset, i in enumerate(run, appended.base_offset):
-            results[i] = _new_tuple(Result, (partition, offset, None, False))
+            results[i] = _new_tuple(Result, (partition, offset, None, False, stamp, appended_at))
 
 
 async def write(

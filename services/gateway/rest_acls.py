@@ -97,6 +97,7 @@ RULES: dict[tuple[str, str], tuple[Need, ...]] = {
     ("POST", "/v3/clusters/{cluster_id}/topics"): (
         Need(Operation.CREATE, TOPIC, S.BODY_TOPICS, or_cluster=True),
     ),
+    ("POST", f"{V3_TOPIC}/records"): _WRITE_TOPIC,
     ("GET", V3_TOPIC): _DESCRIBE_TOPIC,
     ("PATCH", V3_TOPIC): (Need(Operation.ALTER, TOPIC, S.TOPIC_PATH),),  # CreatePartitions
     ("DELETE", V3_TOPIC): (Need(Operation.DELETE, TOPIC, S.TOPIC_PATH),),

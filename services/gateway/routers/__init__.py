@@ -14,12 +14,14 @@ from services.gateway.routers import (
     consumers,
     groups,
     records,
+    records_v3,
     scram_users,
     topics,
 )
 
 ROUTERS: list[APIRouter] = [
     records.router,
+    records_v3.router,
     topics.router,
     groups.router,
     consumers.router,

@@ -266,16 +266,21 @@ _sweeper = idempotency.Sweeper()
 # -- routes ------------------------------------------------------------------------------------
 
 
-def _options(request: Request) -> tuple[str, str | None]:
-    """``acks`` and the idempotency key of a produce request, refused as FastAPI refuses a bad
-    parameter. Read here rather than declared: FastAPI's parameter validation costs more than
-    the rest of a one-record produce. The context is taken the same way, not as a dependency:
-    FastAPI runs a plain-def dependency on a worker thread."""
+def acks_of(request: Request) -> str:
+    """A produce request's ``acks``, refused as FastAPI refuses a bad parameter."""
     # Most produce requests have no query string: Starlette's parse of one costs 5% of them.
     acks = request.query_params.get("acks", "all") if request.scope["query_string"] else "all"
     if acks not in ACKS:
         raise RestError(INVALID_REQUEST, "query.acks: Input should be 'all', '-1' or '1'")
-    return acks, request.headers.get(idempotency.HEADER)
+    return acks
+
+
+def _options(request: Request) -> tuple[str, str | None]:
+    """``acks`` and the idempotency key of a produce request. Read here rather than declared:
+    FastAPI's parameter validation costs more than the rest of a one-record produce. The
+    context is taken the same way, not as a dependency: FastAPI runs a plain-def dependency on
+    a worker thread."""
+    return acks_of(request), request.headers.get(idempotency.HEADER)
 
 
 @router.post(
