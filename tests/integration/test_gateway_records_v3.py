@@ -257,3 +257,20 @@ def test_many_chunks_to_one_partition_are_written_in_order(cluster: Any, acks: s
     found = reports(response.content)
     assert [r["offset"] for r in found] == list(range(400))
     assert [int(r.value) for r in read_back(cluster, topic)] == list(range(400))
+
+
+def test_a_client_that_expects_100_continue_is_told_to_go_on(cluster: Any) -> None:
+    parts = urlsplit(records_path(cluster.gateways[0], new_topic(cluster, "v3-expect")))
+    body = b'{"value": {"type": "STRING", "data": "after 100"}}'
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(
+            f"POST {parts.path} HTTP/1.1\r\nHost: {parts.hostname}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Expect: 100-continue\r\n\r\n".encode()
+        )
+        assert sock.recv(25).startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(body)
+        answer = b""
+        while not answer.endswith(b"0\r\n\r\n"):
+            answer += sock.recv(65536)
+    assert b'"error_code":200' in answer

@@ -24,7 +24,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from pafka.errors import PafkaError, RestError
 from services.gateway import v3, v3_records
@@ -130,26 +130,28 @@ class RecordStream(Response):
         self.ctx, self.cluster_id, self.topic, self.acks = ctx, cluster_id, topic, acks
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The body's first part before the answer's head: a client that sent "Expect:
+        # 100-continue" is told to go on only by a read that comes before any answer.
+        first = await receive()
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
         reports: asyncio.Queue[asyncio.Future[bytes] | None] = asyncio.Queue(MAX_PENDING_CHUNKS)
         sender = asyncio.create_task(_send_reports(reports, send))
         try:
-            await self._read(receive, reports)
+            await self._read(first, receive, reports)
         finally:
-            if sender.done():
-                await sender  # its error, if it failed
-            else:
-                await reports.put(None)
-                await sender
+            await reports.put(None)
+            await sender
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _read(
-        self, receive: Receive, reports: asyncio.Queue[asyncio.Future[bytes] | None]
+        self,
+        message: Message,
+        receive: Receive,
+        reports: asyncio.Queue[asyncio.Future[bytes] | None],
     ) -> None:
         stream = JsonStream()
         limit = self.ctx.settings.max_body_bytes
         while True:
-            message = await receive()
             if message["type"] != "http.request":
                 return  # the client went away: what it sent is written, nothing is answered
             found: list[Any] = stream.feed(message.get("body", b""))
@@ -167,6 +169,7 @@ class RecordStream(Response):
                 await reports.put(await self._written(found))
             if ending:
                 return
+            message = await receive()
 
     async def _written(self, found: list[Any]) -> asyncio.Future[bytes]:
         """The reports of these values, to come once their records are acknowledged. Partitions
@@ -182,20 +185,20 @@ class RecordStream(Response):
             except RestError as refused:
                 parsed.append(refused)
         try:
-            await self._refuse_unknown_partitions(parsed)
-        except PafkaError as error:  # the topic itself: every record fails alike
+            count = await self._refuse_unknown_partitions(parsed)
+        except PafkaError as error:  # the topic itself (deleted since): every record fails alike
             parsed = [p if isinstance(p, PafkaError) else error for p in parsed]
         good = [p for p in parsed if isinstance(p, V3Record)]
         if not good:
             return _done(_joined(parsed, []))
-        count = len((await topic_info(self.ctx, self.topic, refresh=False)).partitions)
         body = ProduceBody([p.record for p in good], [p.partition for p in good])
         targets = choose_partitions(body, None, count, keyless.take(count))
         sent = write(self.ctx, self.topic, body.records, targets, self.acks, [None] * len(good))
         return asyncio.ensure_future(self._reports(parsed, asyncio.ensure_future(sent)))
 
-    async def _refuse_unknown_partitions(self, parsed: list[V3Record | PafkaError]) -> None:
-        """Records naming a partition the topic lacks become their refusal (40402)."""
+    async def _refuse_unknown_partitions(self, parsed: list[V3Record | PafkaError]) -> int:
+        """Records naming a partition the topic lacks become their refusal (40402); the
+        topic's partition count."""
         count = len((await topic_info(self.ctx, self.topic, refresh=False)).partitions)
         refused: dict[int, PafkaError | None] = {}
         for i, item in enumerate(parsed):
@@ -210,6 +213,7 @@ class RecordStream(Response):
             error = refused[item.partition]
             if error is not None:
                 parsed[i] = error
+        return count
 
     async def _reports(
         self, parsed: list[V3Record | PafkaError], sent: asyncio.Future[list[Result]]
@@ -260,7 +264,17 @@ def _done(body: bytes) -> asyncio.Future[bytes]:
 
 
 async def _send_reports(reports: asyncio.Queue[asyncio.Future[bytes] | None], send: Send) -> None:
-    """Each chunk's reports as soon as they and all before them are ready."""
+    """Each chunk's reports as soon as they and all before them are ready. Once the
+    connection fails, the rest is taken and dropped, so the reader never waits on a full
+    queue."""
+    failed: BaseException | None = None
     while (pending := await reports.get()) is not None:
         body = await pending
-        await send({"type": "http.response.body", "body": body, "more_body": True})
+        if failed is not None:
+            continue
+        try:
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        except OSError as exc:
+            failed = exc
+    if failed is not None:
+        raise failed
