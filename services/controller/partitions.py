@@ -48,7 +48,8 @@ from services.controller.loading import (
     load_topics,
     reread_states,
 )
-from services.controller.state_writes import commit_states, delete_topic_znodes
+from services.controller.state_writes import commit_states
+from services.controller.topic_deletion import delete_topics
 
 log = logging.getLogger(__name__)
 
@@ -241,9 +242,7 @@ class PartitionManager:
         return sorted(remaining)
 
     async def on_delete_requests(self, topics: list[str]) -> None:
-        for topic in topics:
-            self.ctx.deleting.add(topic)
-            await self._delete_topic(topic)
+        await delete_topics(self, topics)
 
     async def rebalance_preferred(
         self, threshold: float, requested: list[TopicPartition] | None
@@ -384,40 +383,6 @@ class PartitionManager:
                 if tp not in failed:
                     self.on_election(previous[tp], election)
         return failed
-
-    async def _delete_topic(self, topic: str) -> None:
-        partitions = self.ctx.topic_partitions(topic)
-        for tp in partitions:
-            entry = self.ctx.partitions[tp]
-            for r in entry.replicas:
-                key = (tp[0], tp[1], r)
-                current = self.ctx.replica_states.get(key, RState.ONLINE)
-                if current is not RState.OFFLINE:
-                    current = replica_transition(current, RState.OFFLINE)
-                self.ctx.replica_states[key] = replica_transition(current, RState.DELETION_STARTED)
-        for broker_id in self.ctx.live:
-            mine = tuple(tp for tp in partitions if broker_id in self.ctx.partitions[tp].replicas)
-            if mine:
-                self.send(
-                    broker_id, StopReplica(self.controller_id, self.epoch.epoch, mine, delete=True)
-                )
-        await self.zk.run(delete_topic_znodes, self.zk.kazoo, self.epoch, topic)
-        for tp in partitions:
-            entry = self.ctx.partitions.pop(tp)
-            if entry.phase is not PState.NON_EXISTENT:
-                if entry.phase is not PState.OFFLINE:
-                    entry.phase = partition_transition(entry.phase, PState.OFFLINE)
-                partition_transition(entry.phase, PState.NON_EXISTENT)
-            for r in entry.replicas:
-                key = (tp[0], tp[1], r)
-                state = replica_transition(self.ctx.replica_states[key], RState.DELETION_SUCCESSFUL)
-                replica_transition(state, RState.NON_EXISTENT)
-                self.ctx.replica_states.pop(key, None)
-        self.ctx.topic_ids.pop(topic, None)
-        self.ctx.deleting.discard(topic)
-        self.ctx.unclean_topics.discard(topic)
-        self._update_metadata(self.ctx.live, partitions=[], deleted=[topic])
-        log.info("deleted topic %s", topic)
 
     # -- telling brokers -------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
-from pafka.zk.client import children_or_empty, exists_many
+from pafka.zk.client import children_many, exists_many
 from pafka.zk.znodes import DeleteTopicZNode, PartitionState, TopicConfigZNode, TopicZNode
 from services.controller.context import ControllerContext, TopicPartition
 from services.controller.fencing import (
@@ -60,23 +60,41 @@ def commit_states(
     return {order[i] for i in failed}
 
 
-def delete_topic_znodes(zk: KazooClient, epoch: Epoch, topic: str) -> None:
-    """Remove a topic's assignment, partition states, config and deletion request, children
-    before parents, in fenced multis. Blocking."""
-    topic_path, parts_path = TopicZNode.path(topic), TopicZNode.partitions_path(topic)
-    config_path, request_path = TopicConfigZNode.path(topic), DeleteTopicZNode.path(topic)
-    stats = exists_many(zk, [topic_path, parts_path, config_path, request_path])
-    exists = dict(zip([topic_path, parts_path, config_path, request_path], stats, strict=True))
+def delete_topics_znodes(zk: KazooClient, epoch: Epoch, topics: list[str]) -> None:
+    """Remove the topics' assignments, partition states, configs and deletion requests,
+    children before parents, in fenced multis; every read pipelined. Blocking."""
+    named = [
+        (
+            topic,
+            TopicZNode.path(topic),
+            TopicZNode.partitions_path(topic),
+            TopicConfigZNode.path(topic),
+            DeleteTopicZNode.path(topic),
+        )
+        for topic in topics
+    ]
+    probed = [path for _, *paths in named for path in paths]
+    exists = {p for p, stat in zip(probed, exists_many(zk, probed), strict=True) if stat}
+    parents = [(topic, parts) for topic, _, parts, _, _ in named if parts in exists]
+    listed = children_many(zk, [parts for _, parts in parents])
+    indexes = {
+        topic: sorted(int(c) for c in children or ())
+        for (topic, _), children in zip(parents, listed, strict=True)
+    }
+    state_paths = [PartitionState.path(t, p) for t, found in indexes.items() for p in found]
+    states = {p for p, stat in zip(state_paths, exists_many(zk, state_paths), strict=True) if stat}
     ops: list[Op] = []
-    if exists[parts_path]:
-        partitions = [int(c) for c in children_or_empty(zk, parts_path)]
-        state_paths = [PartitionState.path(topic, p) for p in partitions]
-        state_stats = exists_many(zk, state_paths)
-        for p, path, stat in zip(partitions, state_paths, state_stats, strict=True):
-            if stat is not None:
-                ops.append(op_delete(path))
-            ops.append(op_delete(PartitionState.partition_path(topic, p)))
-        ops.append(op_delete(parts_path))
-    ops.extend(op_delete(path) for path in (topic_path, config_path, request_path) if exists[path])
+    for topic, topic_path, parts_path, config_path, request_path in named:
+        if topic in indexes:
+            for p in indexes[topic]:
+                if (state_path := PartitionState.path(topic, p)) in states:
+                    ops.append(op_delete(state_path))
+                ops.append(op_delete(PartitionState.partition_path(topic, p)))
+            ops.append(op_delete(parts_path))
+        ops.extend(
+            op_delete(path) for path in (topic_path, config_path, request_path) if path in exists
+        )
     if ops:
+        # One session's requests are applied in order, so a parent in a later multi goes
+        # after its children in an earlier one.
         fenced_commit_all(zk, epoch, ops)

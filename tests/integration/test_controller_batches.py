@@ -13,10 +13,17 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from pafka.control.messages import LeaderAndIsr, UpdateMetadata
+from pafka.control.messages import LeaderAndIsr, StopReplica, UpdateMetadata
 from pafka.local.zookeeper import ZooKeeperServer
 from pafka.zk.client import ZkClient, ensure_roots
-from pafka.zk.znodes import ISR_CHANGE_NOTIFICATION, ControllerEpochZNode, PartitionState
+from pafka.zk.znodes import (
+    ISR_CHANGE_NOTIFICATION,
+    ControllerEpochZNode,
+    DeleteTopicZNode,
+    PartitionState,
+    TopicConfigZNode,
+    TopicZNode,
+)
 from services.controller.channel import Message
 from services.controller.context import ControllerContext
 from services.controller.controller import Controller
@@ -250,3 +257,43 @@ def test_a_state_changed_under_the_controller_holds_back_only_itself(world: Worl
         assert manager.ctx.partitions[tp].zk_version == version
     # Decided again on what the leader wrote: only broker 1 was left in sync.
     assert world.state(busy)[0].isr == (1,)
+
+
+def test_topics_deleted_together_are_one_request_per_broker_and_leave_nothing(
+    world: World,
+) -> None:
+    created = create_topics(world.zk, 150, 4, [1, 2, 3], prefix="gone")
+    kept = create_topics(world.zk, 2, 4, [1, 2, 3], prefix="kept")
+    doomed = sorted({topic for topic, _ in created})
+    world.zk.create(TopicConfigZNode.path(doomed[0]), b'{"version":1,"config":{}}')
+    for topic in doomed:
+        world.zk.create(DeleteTopicZNode.path(topic), makepath=True)
+
+    async def scenario() -> tuple[ControllerContext, ControllerContext, Sent]:
+        sent: Sent = []
+        client, manager = await manager_of(world, sent)
+        sent.clear()
+        await manager.on_delete_requests(doomed)
+        fresh_client, fresh = await manager_of(world, [])
+        await asyncio.gather(client.close(), fresh_client.close())
+        return manager.ctx, fresh.ctx, sent
+
+    ctx, loaded, sent = asyncio.run(scenario())
+    for topic in doomed:
+        for path in (
+            TopicZNode.path(topic),
+            TopicConfigZNode.path(topic),
+            DeleteTopicZNode.path(topic),
+        ):
+            assert world.zk.exists(path) is None, path
+    assert sorted(ctx.partitions) == sorted(loaded.partitions) == sorted(kept)
+    assert not ctx.deleting and not any(t.startswith("gone") for t, _, _ in ctx.replica_states)
+    # 150 topics on three brokers: one StopReplica and one UpdateMetadata to each broker.
+    kinds = sorted((b, type(m).__name__) for b, m in sent)
+    assert kinds == [(b, kind) for b in (1, 2, 3) for kind in ("StopReplica", "UpdateMetadata")]
+    for _, message in sent:
+        if isinstance(message, StopReplica):
+            assert message.delete and sorted(message.partitions) == sorted(created)
+        else:
+            assert isinstance(message, UpdateMetadata)
+            assert sorted(message.deleted_topics) == doomed
