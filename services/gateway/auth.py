@@ -61,7 +61,12 @@ OPEN_PATHS = frozenset({"/livez", "/readyz", "/metrics"})
 TOPIC_PARAMS = frozenset({"topic", "topic_name"})
 # Routes whose bodies are records, never topic names; they are not read before the handler.
 RECORD_BODIES = frozenset(
-    {("POST", "/topics/{topic}"), ("POST", "/topics/{topic}/partitions/{partition}")}
+    {
+        ("POST", "/topics/{topic}"),
+        ("POST", "/topics/{topic}/partitions/{partition}"),
+        # A v3 produce body may be a stream without end: the handler reads it as it comes.
+        ("POST", "/v3/clusters/{cluster_id}/topics/{topic_name}/records"),
+    }
 )
 _COMMENT = re.compile(r"(^|\s)#.*$")
 

@@ -9,12 +9,14 @@ import base64
 import json
 import socket
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from tests.integration.gateway_process import gateway_process
 from tests.integration.test_gateway_records import (
     b64,
     consume_all,
@@ -168,11 +170,11 @@ class ChunkedStream:
     """One chunked POST on a raw socket: records written a chunk at a time while the reports
     are read from the same connection."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: str = "") -> None:
         parts = urlsplit(url)
         self.sock = socket.create_connection((parts.hostname, parts.port), timeout=30)
         self.sock.sendall(
-            f"POST {parts.path} HTTP/1.1\r\nHost: {parts.hostname}\r\n"
+            f"POST {parts.path} HTTP/1.1\r\nHost: {parts.hostname}\r\n{headers}"
             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
         )
         self.received = b""
@@ -274,3 +276,29 @@ def test_a_client_that_expects_100_continue_is_told_to_go_on(cluster: Any) -> No
         while not answer.endswith(b"0\r\n\r\n"):
             answer += sock.recv(65536)
     assert b'"error_code":200' in answer
+
+
+def test_a_token_limited_to_its_topics_streams_to_them_and_is_refused_others(
+    cluster: Any, tmp_path: Path
+) -> None:
+    """A glob token's check reads no produce body: a stream is answered while it is written."""
+    mine, other = new_topic(cluster, "v3-token"), new_topic(cluster, "v3-token-other")
+    env = {"PAFKA_GATEWAY_TOKENS": f"narrow {mine}"}
+    with gateway_process(cluster.zk_connect, tmp_path, env) as url:
+        auth = "Authorization: Bearer narrow\r\n"
+        open_base = cluster.gateways[0]  # configured without tokens: the cluster id
+        stream = ChunkedStream(records_path(open_base, mine).replace(open_base, url), auth)
+        try:
+            stream.write(b'{"value": {"type": "STRING", "data": "mine"}}')
+            assert stream.reports(1)[0]["error_code"] == 200
+            stream.end()
+        finally:
+            stream.sock.close()
+        refused = httpx.post(
+            records_path(open_base, other).replace(open_base, url),
+            content=b'{"value": {"type": "STRING", "data": "not mine"}}',
+            headers={"Content-Type": "application/json", "Authorization": "Bearer narrow"},
+        )
+        assert (refused.status_code, refused.json()["error_code"]) == (403, 40301)
+    assert [r.value for r in read_back(cluster, mine)] == [b"mine"]
+    assert read_back(cluster, other) == []
