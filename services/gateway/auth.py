@@ -22,7 +22,8 @@ configuration error, as is a line without topics. Tokens are read when the gatew
 
 The decision, for a request with a known token:
 
-* every topic in the path (``{topic}``, ``{topic_name}``) must match one of the token's globs;
+* every topic in the path (``{topic}``, ``{topic_name}``) or the query (``topic_name``) must
+  match one of the token's globs;
 * so must every topic the JSON body names at its top level (``topic_name``, ``topics``,
   ``partitions[].topic``, ``offsets[].topic``): v3 topic creation, v2 subscriptions,
   assignments, seeks and commits, native group joins and commits. A ``topic_pattern`` needs a
@@ -177,6 +178,8 @@ def body_topics(body: Any) -> tuple[list[str], bool]:
 async def check_grant(request: Request, template: str, grant: Grant) -> None:
     """A glob token's rights: 403 as this module's docstring says."""
     topics = [str(v) for k, v in request.path_params.items() if k in TOPIC_PARAMS]
+    # Topics named in the query (the console's sizes of topics) are asked for as much.
+    topics.extend(request.query_params.getlist("topic_name"))
     needs_all = False
     if (request.method, template) not in RECORD_BODIES:
         named, needs_all = body_topics(await json_body(request))

@@ -81,6 +81,11 @@ def test_tokens_guard_topics(cluster: Any, tmp_path: Path) -> None:
                     await gw.post(
                         f"/groups/{group}/members", json={"topics": [mine, secret]}, headers=narrow
                     ),
+                    await gw.get(
+                        "/v3/clusters/any/topic-sizes",
+                        params={"topic_name": [mine, secret]},
+                        headers=narrow,
+                    ),
                 ]
                 created = await gw.post(
                     f"/consumers/{group}",
