@@ -120,6 +120,13 @@ class Producer:
     async def send(
         self, topic: str, partition: int, records: Sequence[OutgoingRecord], acks: int = -1
     ) -> Appended:
+        return await self.enqueue(topic, partition, records, acks)
+
+    def enqueue(
+        self, topic: str, partition: int, records: Sequence[OutgoingRecord], acks: int = -1
+    ) -> asyncio.Future[Appended]:
+        """:meth:`send`, handed over before this returns: the records of successive calls for
+        one partition go out in the order of the calls."""
         now = int(time.time() * 1000)
         pairs: list[tuple[bytes | None, bytes | None]] | None = None
         batch = None
@@ -130,7 +137,7 @@ class Producer:
             )
         else:  # the common send: keys and values only, batched with others at the flush
             pairs = [(r.key, r.value) for r in records]
-        return await self._sent(topic, partition, pairs, batch, now, len(records), acks)
+        return self._parked(topic, partition, pairs, batch, now, len(records), acks)
 
     async def send_columns(
         self,
@@ -149,11 +156,11 @@ class Producer:
             pairs: list[tuple[bytes | None, bytes | None]] = list(
                 zip(repeat(None, count) if keys is None else keys, values, strict=True)
             )
-            return await self._sent(topic, partition, pairs, None, now, count, acks)
+            return await self._parked(topic, partition, pairs, None, now, count, acks)
         batch = build_plain_columns(keys, values, now)
-        return await self._sent(topic, partition, None, batch, now, count, acks)
+        return await self._parked(topic, partition, None, batch, now, count, acks)
 
-    async def _sent(
+    def _parked(
         self,
         topic: str,
         partition: int,
@@ -162,14 +169,14 @@ class Producer:
         timestamp_ms: int,
         count: int,
         acks: int,
-    ) -> Appended:
+    ) -> asyncio.Future[Appended]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Appended] = loop.create_future()
         deadline = loop.time() + self.request_timeout_ms / 1000
         self._park(
             _Parked(topic, partition, pairs, batch, timestamp_ms, count, acks, future, deadline)
         )
-        return await future
+        return future
 
     def _park(self, parked: _Parked) -> None:
         lingering = self._lingering

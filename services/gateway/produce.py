@@ -10,14 +10,15 @@ put them out of order.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+import typing
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
 from pafka.client.partitioner import partition_for_key, spread
-from pafka.client.producer import OutgoingRecord
+from pafka.client.producer import Appended, OutgoingRecord
 from pafka.errors import PafkaError, RestError
 from services.gateway import errors
 from services.gateway.context import GatewayContext
@@ -214,6 +215,30 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _failed(
+    ctx: GatewayContext,
+    topic: str,
+    partition: int,
+    run: list[int],
+    error: PafkaError,
+    results: list[Result | None],
+) -> None:
+    if error.retriable:
+        # The leader may have died or moved: the next request looks it up again instead of
+        # failing against the same dead broker until something else does.
+        ctx.cluster.forget(topic)
+    for i in run:
+        results[i] = Result(partition, error=error, retriable=error.retriable)
+
+
+def _appended(
+    partition: int, run: list[int], appended: Appended, results: list[Result | None]
+) -> None:
+    stamp, appended_at = appended.timestamp_ms, appended.log_append_time
+    for offset, i in enumerate(run, appended.base_offset):
+        results[i] = _new_tuple(Result, (partition, offset, None, False, stamp, appended_at))
+
+
 async def _send_partition(
     ctx: GatewayContext,
     topic: str,
@@ -228,12 +253,7 @@ async def _send_partition(
             # The producer settles every send within its request timeout and a grace period.
             appended = await ctx.producer.send(topic, partition, [records[i] for i in run], acks)
         except PafkaError as error:
-            if error.retriable:
-                # The leader may have died or moved: the next request looks it up again
-                # instead of failing against the same dead broker until something else does.
-                ctx.cluster.forget(topic)
-            for i in run:
-                results[i] = Result(partition, error=error, retriable=error.retriable)
+            _failed(ctx, topic, partition, run, error, results)
             held = RestError(
                 errors.KAFKA_RETRIABLE_ERROR,
                 f"not sent: an earlier record for partition {partition} failed ({error.message})",
@@ -242,9 +262,7 @@ async def _send_partition(
                 for i in later:
                     results[i] = Result(partition, error=held, retriable=True)
             return
-        stamp, appended_at = appended.timestamp_ms, appended.log_append_time
-        for offset, i in enumerate(run, appended.base_offset):
-            results[i] = _new_tuple(Result, (partition, offset, None, False, stamp, appended_at))
+        _appended(partition, run, appended, results)
 
 
 async def write(
@@ -270,3 +288,37 @@ async def write(
     else:
         await asyncio.gather(*sends)
     return [r if r is not None else Result(targets[i]) for i, r in enumerate(results)]
+
+
+def write_in_order(
+    ctx: GatewayContext, topic: str, records: list[OutgoingRecord], targets: list[int], acks: int
+) -> Awaitable[list[Result]]:
+    """:func:`write`, every record handed to the producer before this returns, so that the
+    records of successive calls for one partition go out in the order of the calls (a stream's
+    chunks). Unlike :func:`write`, the later runs of a partition whose run failed were handed
+    over too, and may be written: each record's result says."""
+    by_partition: dict[int, list[int]] = {}
+    for i, partition in enumerate(targets):
+        by_partition.setdefault(partition, []).append(i)
+    sends = [
+        (partition, run, ctx.producer.enqueue(topic, partition, [records[i] for i in run], acks))
+        for partition, indices in by_partition.items()
+        for run in batches(indices, records)
+    ]
+    return _settled(ctx, topic, len(records), sends)
+
+
+async def _settled(
+    ctx: GatewayContext,
+    topic: str,
+    count: int,
+    sends: list[tuple[int, list[int], asyncio.Future[Appended]]],
+) -> list[Result]:
+    results: list[Result | None] = [None] * count
+    for partition, run, sent in sends:
+        try:
+            _appended(partition, run, await sent, results)
+        except PafkaError as error:
+            _failed(ctx, topic, partition, run, error, results)
+    assert all(r is not None for r in results)
+    return typing.cast(list[Result], results)

@@ -18,6 +18,7 @@ import pytest
 
 from tests.integration.gateway_process import gateway_process
 from tests.integration.test_gateway_records import (
+    PARTITIONS,
     b64,
     consume_all,
     kafka_python_partitions,
@@ -236,18 +237,25 @@ def test_a_chunked_stream_reports_each_record_before_the_body_ends(cluster: Any)
 
 
 @pytest.mark.parametrize("acks", ["1", "all"])
-def test_many_chunks_to_one_partition_are_written_in_order(cluster: Any, acks: str) -> None:
+def test_each_partitions_records_are_written_in_the_order_of_the_body(
+    cluster: Any, acks: str
+) -> None:
+    """Chunks spread over every partition, one record in three to a partition of its own:
+    whatever the chunks' sends overlap with, each partition holds its records in body order."""
     base = cluster.gateways[1]
     topic = new_topic(cluster, "v3-order")
+
+    def partition_of(n: int) -> int:
+        return n % (PARTITIONS - 1) if n % 3 else PARTITIONS - 1
 
     def body() -> Any:
         for chunk in range(40):
             yield b"".join(
                 json.dumps(
-                    {"partition_id": 0, "value": {"type": "JSON", "data": chunk * 10 + i}}
+                    {"partition_id": partition_of(n), "value": {"type": "JSON", "data": n}}
                 ).encode()
                 + b"\n"
-                for i in range(10)
+                for n in range(chunk * 10, chunk * 10 + 10)
             )
 
     response = httpx.post(
@@ -257,8 +265,13 @@ def test_many_chunks_to_one_partition_are_written_in_order(cluster: Any, acks: s
         timeout=60,
     )
     found = reports(response.content)
-    assert [r["offset"] for r in found] == list(range(400))
-    assert [int(r.value) for r in read_back(cluster, topic)] == list(range(400))
+    assert [r["partition_id"] for r in found] == [partition_of(n) for n in range(400)]
+    rows = read_back(cluster, topic)
+    for partition in range(PARTITIONS):
+        values = [int(r.value) for r in rows if r.partition == partition]
+        assert values == [n for n in range(400) if partition_of(n) == partition]
+        offsets = [r["offset"] for r in found if r["partition_id"] == partition]
+        assert offsets == list(range(len(values)))
 
 
 def test_a_client_that_expects_100_continue_is_told_to_go_on(cluster: Any) -> None:

@@ -11,15 +11,17 @@ cluster, topic and credentials are accepted; each report then says how its recor
 stream goes on. Bytes that cannot begin a JSON value, or one value larger than
 ``PAFKA_GATEWAY_MAX_BODY_BYTES``, end it after a last report saying why.
 
-Records read together (one chunk of the body) are written together, as one v2 request's are:
-in order within each partition, each acknowledged at ``acks`` (our extension, as on v2's
-routes; Confluent's proxy takes it from its producer configuration).
+Records read together (one chunk of the body) are written together, as one v2 request's are,
+each acknowledged at ``acks`` (our extension, as on v2's routes; Confluent's proxy takes it
+from its producer configuration). Each chunk's records are handed to the producer before the
+next chunk is read, so a partition's records go out in the order of the body.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -32,7 +34,7 @@ from services.gateway.context import GatewayContext, context
 from services.gateway.errors import INTERNAL_ERROR
 from services.gateway.formats import BODY_TOO_LARGE, PLAIN_JSON, UNSUPPORTED_MEDIA_TYPE, ProduceBody
 from services.gateway.json_stream import JsonStream
-from services.gateway.produce import Result, choose_partitions, keyless, write
+from services.gateway.produce import Result, choose_partitions, keyless, write_in_order
 from services.gateway.routers.records import ACKS, PRODUCE_BODY, PRODUCE_ERRORS, acks_of
 from services.gateway.topic_metadata import partition_state, topic_info
 from services.gateway.v3_records import V3Record
@@ -193,8 +195,8 @@ class RecordStream(Response):
             return _done(_joined(parsed, []))
         body = ProduceBody([p.record for p in good], [p.partition for p in good])
         targets = choose_partitions(body, None, count, keyless.take(count))
-        sent = write(self.ctx, self.topic, body.records, targets, self.acks, [None] * len(good))
-        return asyncio.ensure_future(self._reports(parsed, asyncio.ensure_future(sent)))
+        sent = write_in_order(self.ctx, self.topic, body.records, targets, self.acks)
+        return asyncio.ensure_future(self._reports(parsed, sent))
 
     async def _refuse_unknown_partitions(self, parsed: list[V3Record | PafkaError]) -> int:
         """Records naming a partition the topic lacks become their refusal (40402); the
@@ -216,7 +218,7 @@ class RecordStream(Response):
         return count
 
     async def _reports(
-        self, parsed: list[V3Record | PafkaError], sent: asyncio.Future[list[Result]]
+        self, parsed: list[V3Record | PafkaError], sent: Awaitable[list[Result]]
     ) -> bytes:
         try:
             results = await sent
