@@ -134,11 +134,11 @@ lint: deps
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
-# TEST_WORKERS=3 spreads test files over three processes, each file whole (a module's cluster
-# starts once), in collection order so the container test (a few tests, ten minutes of image
-# builds and pods) starts at once: about 37 minutes on 2 cores against 60. Not yet the default:
-# on two cores some timing-bound tests still fail now and then that way (see the README).
-TEST_WORKERS ?= 0
+# Test files spread over TEST_WORKERS processes, each file whole (a module's cluster starts
+# once), in collection order so the container test (a few tests, ten minutes of image builds
+# and pods) starts at once: about 36 minutes on 2 cores with two, against 60 in one
+# (TEST_WORKERS=0).
+TEST_WORKERS ?= 2
 test: test-deps lint
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=30
 
