@@ -25,15 +25,14 @@ from services.gateway import exact_json
 from services.gateway.formats import MALFORMED_BODY, load_body
 
 _LINE_BOUNDARY = re.compile(rb"}[ \t\r]*\n[ \t\n\r]*{")
-# A complete string (escapes included), an opening quote whose string has not all arrived, or
-# a bracket: everything the scan needs to find where a value ends.
-_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|"|[{}\[\]]')
-_OPENERS = frozenset(b"{[")
-_CLOSERS = frozenset(b"}]")
+# What the scan looks for: a quote or a bracket. Inside a string, the rest of it up to its
+# closing quote (escapes skipped).
+_TOKEN = re.compile(rb'["{}\[\]]')
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_WHITESPACE = re.compile(rb"[^ \t\n\r]")
 _WHITESPACE = b" \t\n\r"
-
-_QUOTE = ord('"')
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_OPENERS = frozenset(b"{[")
 
 Parsed = Any | RestError  # a value, or why its bytes are not one
 
@@ -46,10 +45,17 @@ class JsonStream:
     """Feed chunks, take values. :attr:`pending_bytes` is what waits for its value's end (the
     caller bounds it); :meth:`finish` refuses a value cut short by the end of the body. After
     bytes that cannot start a value, the last item :meth:`feed` gives is that refusal and
-    :attr:`broken` holds it: nothing more is read."""
+    :attr:`broken` holds it: nothing more is read.
+
+    The scan of a value that spans chunks resumes where the last chunk left it (depth, and
+    whether it is inside a string), so a value sent a byte at a time costs its length once,
+    never its length per chunk."""
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()  # from the start of the value in progress
+        self._scanned = 0  # how far the value in progress was scanned
+        self._depth = 0
+        self._in_string = False
         self.broken: RestError | None = None
 
     @property
@@ -60,22 +66,14 @@ class JsonStream:
         """The values completed by ``chunk``, in order."""
         if self.broken is not None:
             return []
-        buffer = self._buffer + chunk if self._buffer else chunk
+        self._buffer += chunk
         found: list[Parsed] = []
-        end = buffer.rfind(b"\n")
-        if end > 0:
-            lines = buffer[:end].strip(_WHITESPACE)
-            if lines[:1] == b"{" and lines[-1:] == b"}":
-                joined, boundaries = _LINE_BOUNDARY.subn(b"},{", lines)
-                values = exact_json.load(b"[" + joined + b"]")
-                # As many values as boundaries found: no comma stood between two of them.
-                if type(values) is list and len(values) == boundaries + 1:
-                    found, buffer = values, buffer[end + 1 :]
-        self._buffer, more = _split(buffer)
-        found.extend(more)
-        if more and isinstance(more[-1], _Broken):
-            self.broken = more[-1]
-            self._buffer = b""
+        if self._scanned == 0:  # no value in progress: try the whole lines at once
+            found = self._lines()
+        found += self._scan()
+        if found and isinstance(found[-1], _Broken):
+            self.broken = found[-1]
+            self._buffer.clear()
         return found
 
     def finish(self) -> None:
@@ -83,33 +81,72 @@ class JsonStream:
         if self._buffer.strip(_WHITESPACE):
             raise RestError(MALFORMED_BODY, "the body ends inside a JSON value")
 
+    def _lines(self) -> list[Parsed]:
+        buffer = self._buffer
+        end = buffer.rfind(b"\n")
+        if end <= 0:
+            return []
+        lines = bytes(buffer[:end]).strip(_WHITESPACE)
+        if lines[:1] != b"{" or lines[-1:] != b"}":
+            return []
+        joined, boundaries = _LINE_BOUNDARY.subn(b"},{", lines)
+        values = exact_json.load(b"[" + joined + b"]")
+        # As many values as boundaries found: no comma stood between two of them.
+        if type(values) is not list or len(values) != boundaries + 1:
+            return []
+        del buffer[: end + 1]
+        return values
 
-def _split(buffer: bytes) -> tuple[bytes, list[Parsed]]:
-    """The complete values at the start of ``buffer``, and the rest of it (a value begun)."""
-    values: list[Parsed] = []
-    start = depth = position = 0
-    while True:
-        if depth == 0:
-            # Between values only whitespace may come, then an object (or an array).
-            opening = _NOT_WHITESPACE.search(buffer, position)
-            if opening is None:
-                return b"", values
-            position = start = opening.start()
-            if buffer[position] not in _OPENERS:
-                snippet = buffer[position : position + 20]
-                values.append(_Broken(MALFORMED_BODY, f"expected a JSON object, found {snippet!r}"))
-                return b"", values
-        match = _TOKEN.search(buffer, position)
-        if match is None or (match.end() - match.start() == 1 and buffer[match.start()] == _QUOTE):
-            return buffer[start:], values  # the value goes on in a later chunk
-        position = match.end()
-        token = buffer[match.start()]
-        if token in _OPENERS:
-            depth += 1
-        elif token in _CLOSERS:
-            depth -= 1
-            if depth == 0:
-                values.append(_parse(buffer[start:position]))
+    def _scan(self) -> list[Parsed]:
+        """The values completed in the buffer; the scan state of the one in progress is kept,
+        and the buffer cut to start with it."""
+        buffer = self._buffer
+        values: list[Parsed] = []
+        start, position = 0, self._scanned  # the value in progress begins at ``start``
+        while True:
+            if self._in_string:
+                closing = _STRING_REST.match(buffer, position)
+                if closing is None:
+                    # Resume at the last backslash of an odd run: its escape is incomplete.
+                    tail = 0
+                    while position + tail < len(buffer) and buffer[-1 - tail] == _BACKSLASH:
+                        tail += 1
+                    position = len(buffer) - (tail % 2)
+                    break
+                position, self._in_string = closing.end(), False
+                continue
+            if self._depth == 0:
+                # Between values only whitespace may come, then an object (or an array).
+                opening = _NOT_WHITESPACE.search(buffer, position)
+                if opening is None:
+                    start = position = len(buffer)
+                    break
+                start = opening.start()
+                if buffer[start] not in _OPENERS:
+                    snippet = bytes(buffer[start : start + 20])
+                    values.append(
+                        _Broken(MALFORMED_BODY, f"expected a JSON object, found {snippet!r}")
+                    )
+                    return values
+                position = start
+            token = _TOKEN.search(buffer, position)
+            if token is None:
+                position = len(buffer)
+                break
+            position = token.end()
+            kind = buffer[token.start()]
+            if kind == _QUOTE:
+                self._in_string = True
+            elif kind in _OPENERS:
+                self._depth += 1
+            else:
+                self._depth -= 1
+                if self._depth == 0:
+                    values.append(_parse(bytes(buffer[start:position])))
+                    start = position
+        del buffer[:start]
+        self._scanned = position - start
+        return values
 
 
 def _parse(value: bytes) -> Parsed:

@@ -102,3 +102,12 @@ def test_integers_beyond_64_bits_are_read_exactly() -> None:
     assert JsonStream().feed(b'{"n": 123456789012345678901234567890}\n') == [
         {"n": 123456789012345678901234567890}
     ]
+
+
+def test_a_value_fed_a_byte_at_a_time_comes_out_once_escapes_and_all() -> None:
+    value = {"s": 'a\\\\"}{\\"' * 50 + "\\", "n": [{"x": "]"}] * 20}
+    data = json.dumps(value).encode() + b" " + json.dumps({"next": 1}).encode()
+    stream = JsonStream()
+    found = _fed(stream, [data[i : i + 1] for i in range(len(data))])
+    assert found == [value, {"next": 1}]
+    assert stream.pending_bytes == 0
