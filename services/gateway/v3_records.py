@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import datetime
 import functools
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -46,12 +45,18 @@ SCHEMA_FIELDS = (
 Data = tuple[str, int] | None  # a key's or value's type and size in bytes, for the report
 
 
-@dataclass(frozen=True, slots=True)
-class V3Record:
+class V3Record(NamedTuple):
+    """A request's record, where it asked to go, and its key's and value's type and size (a
+    tuple: one is made per record of a stream)."""
+
     record: OutgoingRecord
     partition: int | None
     key: Data
     value: Data
+
+
+_new_tuple = tuple.__new__  # a NamedTuple made without its Python-level __new__
+_PLAIN_DATA = frozenset({"type", "data"})
 
 
 def parse_request(item: Any) -> V3Record:
@@ -70,9 +75,8 @@ def parse_request(item: Any) -> V3Record:
     headers = parse_headers(item["headers"], "record") if item.get("headers") is not None else ()
     stamp = item.get("timestamp")
     timestamp_ms = None if stamp is None else _timestamp_ms(stamp)
-    return V3Record(
-        OutgoingRecord(value, key, headers, timestamp_ms), partition, key_data, value_data
-    )
+    record = _new_tuple(OutgoingRecord, (value, key, headers, timestamp_ms))
+    return _new_tuple(V3Record, (record, partition, key_data, value_data))
 
 
 def _data(field: Any, name: str, code: int) -> tuple[bytes | None, Data]:
@@ -81,7 +85,10 @@ def _data(field: Any, name: str, code: int) -> tuple[bytes | None, Data]:
     if type(field) is not dict:
         raise RestError(code, f"{name} must be an object: {{'type': ..., 'data': ...}}")
     kind = field.get("type")
-    if any(field.get(f) is not None for f in SCHEMA_FIELDS) or kind in SCHEMA_TYPES:
+    schema = not field.keys() <= _PLAIN_DATA and any(
+        field.get(f) is not None for f in SCHEMA_FIELDS
+    )
+    if schema or kind in SCHEMA_TYPES:
         raise RestError(code, f"{name}: schemas are not supported (no Schema Registry)")
     data = field.get("data")
     if kind is None:
