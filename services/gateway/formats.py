@@ -111,7 +111,8 @@ class ProduceBody:
 # -- content negotiation -----------------------------------------------------------------------
 
 
-def _media(value: str) -> str:
+def media_type(value: str) -> str:
+    """A ``Content-Type``'s media type, parameters dropped, in lower case."""
     return value.split(";", 1)[0].strip().lower()
 
 
@@ -131,7 +132,7 @@ def produce_format(content_type: str | None) -> EmbeddedFormat:
     """The format of a produce body from its ``Content-Type`` (none given: JSON)."""
     if not content_type or not content_type.strip():
         return EmbeddedFormat.JSON
-    found = _embedded(_media(content_type))
+    found = _embedded(media_type(content_type))
     if isinstance(found, EmbeddedFormat):
         return found
     if isinstance(found, str):

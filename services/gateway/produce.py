@@ -114,9 +114,8 @@ class Result(NamedTuple):
     offset: int | None = None
     error: PafkaError | None = None
     retriable: bool = False
-    # A written record's timestamp as the producer reports it (see Appended).
+    # Set by write_in_order: the written record's timestamp as Kafka's producer reports it.
     timestamp_ms: int | None = None
-    log_append_time: bool = False
 
     def render(self) -> dict[str, Any]:
         failed = self.error is not None
@@ -232,11 +231,22 @@ def _failed(
 
 
 def _appended(
-    partition: int, run: list[int], appended: Appended, results: list[Result | None]
+    partition: int,
+    run: list[int],
+    appended: Appended,
+    results: list[Result | None],
+    records: list[OutgoingRecord] | None = None,
 ) -> None:
-    stamp, appended_at = appended.timestamp_ms, appended.log_append_time
+    """The results of a written run; with ``records``, each with its timestamp as Kafka's
+    producer reports it: the log append time, else the record's own, else the send's."""
+    if records is None:
+        for offset, i in enumerate(run, appended.base_offset):
+            results[i] = _new_tuple(Result, (partition, offset, None, False, None))
+        return
     for offset, i in enumerate(run, appended.base_offset):
-        results[i] = _new_tuple(Result, (partition, offset, None, False, stamp, appended_at))
+        own = records[i].timestamp_ms
+        stamp = appended.timestamp_ms if appended.log_append_time or own is None else own
+        results[i] = _new_tuple(Result, (partition, offset, None, False, stamp))
 
 
 async def _send_partition(
@@ -305,19 +315,19 @@ def write_in_order(
         for partition, indices in by_partition.items()
         for run in batches(indices, records)
     ]
-    return _settled(ctx, topic, len(records), sends)
+    return _settled(ctx, topic, records, sends)
 
 
 async def _settled(
     ctx: GatewayContext,
     topic: str,
-    count: int,
+    records: list[OutgoingRecord],
     sends: list[tuple[int, list[int], asyncio.Future[Appended]]],
 ) -> list[Result]:
-    results: list[Result | None] = [None] * count
+    results: list[Result | None] = [None] * len(records)
     for partition, run, sent in sends:
         try:
-            _appended(partition, run, await sent, results)
+            _appended(partition, run, await sent, results, records)
         except PafkaError as error:
             _failed(ctx, topic, partition, run, error, results)
     assert all(r is not None for r in results)

@@ -32,7 +32,13 @@ from pafka.errors import PafkaError, RestError
 from services.gateway import v3, v3_records
 from services.gateway.context import GatewayContext, context
 from services.gateway.errors import INTERNAL_ERROR
-from services.gateway.formats import BODY_TOO_LARGE, PLAIN_JSON, UNSUPPORTED_MEDIA_TYPE, ProduceBody
+from services.gateway.formats import (
+    BODY_TOO_LARGE,
+    PLAIN_JSON,
+    UNSUPPORTED_MEDIA_TYPE,
+    ProduceBody,
+    media_type,
+)
 from services.gateway.json_stream import JsonStream
 from services.gateway.produce import Result, choose_partitions, keyless, write_in_order
 from services.gateway.routers.records import ACKS, PRODUCE_BODY, PRODUCE_ERRORS, acks_of
@@ -112,8 +118,7 @@ _EXAMPLE = {"partition_id": 0, "value": {"type": "JSON", "data": {"amount": 12}}
 async def produce_records(cluster_id: str, topic_name: str, request: Request) -> Response:
     ctx = context(request)
     acks = acks_of(request)
-    media_type = request.headers.get("content-type", PLAIN_JSON).split(";")[0].strip().lower()
-    if media_type != PLAIN_JSON:
+    if media_type(request.headers.get("content-type", PLAIN_JSON)) != PLAIN_JSON:
         raise RestError(UNSUPPORTED_MEDIA_TYPE, f"content type must be {PLAIN_JSON}")
     await v3.links(cluster_id, request, ctx)
     await topic_info(ctx, topic_name, refresh=False)  # an unknown topic is the request's 404
@@ -246,16 +251,9 @@ def _joined(
         if result.error is not None:
             reports.append(v3_records.error_report(result.error))
         else:
-            assert result.offset is not None
-            own = item.record.timestamp_ms
-            stamped = result.log_append_time or own is None
-            timestamp_ms = result.timestamp_ms if stamped else own
-            assert timestamp_ms is not None
-            reports.append(
-                v3_records.report(
-                    cluster_id, topic, item, result.partition, result.offset, timestamp_ms
-                )
-            )
+            assert result.offset is not None and result.timestamp_ms is not None
+            written = (result.partition, result.offset, result.timestamp_ms)
+            reports.append(v3_records.report(cluster_id, topic, item, *written))
     return b"".join(reports)
 
 
