@@ -6,8 +6,8 @@ runner also paces it at 50% of its own peak, ``runner.OWN_PACED``). Producers ke
 ``IN_FLIGHT`` requests in flight, each on its own keep-alive connection (``bench.gateway``'s
 minimal HTTP/1.1 client, so the gateway is what is measured, not an HTTP library), each a
 ``POST /topics/{t}/partitions/{p}?acks=`` of up to ``BATCH_RECORDS`` base64 records
-(``application/vnd.kafka.binary.v2+json``); partitions take turns, so each gets the same
-number of records.
+(``application/vnd.kafka.binary.v2+json``), all stamped with the moment the request is made
+(it goes out whole); partitions take turns, so each gets the same number of records.
 
 Consumers use the stateless range reads (``GET /topics/{t}/partitions/{p}/records``, long-polled
 with ``timeout_ms``, each asking as many bytes as the Kafka-protocol consumer's partition
@@ -21,7 +21,8 @@ than ``SMALL_ANSWER_BYTES`` with the Spark source's column decoder
 (:mod:`pafka.spark.batch_decode`), a smaller one (what a reader keeping up gets, many times a
 second) record by record as the gateway's own JSON reads select them
 (:func:`pafka.client.batch_reading.select_records`), which costs it a third of building Arrow
-columns only to read the values back.
+columns only to read the values back. Both decoders are run once before a consumer says it is
+ready (:func:`_warm_decoders`), as every system's clients connect before the run.
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ from bench.compare.client_loop import (
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
 from bench.gateway import HttpClient, header_value
 from pafka.client.batch_reading import select_records
+from pafka.client.plain_batch import build_plain_columns
 from pafka.spark.batch_decode import decode_batches
+from pafka.spark.row_decode import ROW_DECODE_MAX_RECORDS
 
 NAME = "pafka-rest"
 DURABILITY = (
@@ -156,8 +159,7 @@ async def _produce(
         while (item := await work.get()) is not None:
             partition, n = item
             size = workload.message_size_bytes
-            records = [{"value": base64.b64encode(stamp(size)).decode()} for _ in range(n)]
-            body = orjson.dumps({"records": records})
+            body = _produce_body(size, n)
             head = (
                 f"POST /topics/{topic}/partitions/{partition}?acks={workload.acks} HTTP/1.1\r\n"
                 f"Host: {host}\r\nContent-Type: {BINARY}\r\nContent-Length: {len(body)}\r\n\r\n"
@@ -183,13 +185,22 @@ async def _produce(
     return ProduceStats(records=sent, bytes=sent * workload.message_size_bytes, seconds=seconds)
 
 
+def _produce_body(size_bytes: int, records: int) -> bytes:
+    """A produce request of ``records`` base64 values of ``size_bytes``, all stamped now: the
+    request goes out whole, so one stamp is every record's send time, and the body is built
+    without a pass per record (a third of a producer's time went to stamping and encoding each)."""
+    record = orjson.dumps({"value": base64.b64encode(stamp(size_bytes)).decode()})
+    return b'{"records":[' + b",".join([record] * records) + b"]}"
+
+
 async def _consume(
     endpoint: Endpoint, topic: str, workload: Workload, worker: int, count: int, progress: Progress
 ) -> ConsumeStats:
     host, port = _gateway(endpoint)
     mine = [p for p in range(workload.partitions) if p % workload.consumers == worker]
     per_partition = count // len(mine)
-    progress(0)  # range reads need no join: ready at once
+    _warm_decoders(workload.message_size_bytes)
+    progress(0)  # range reads need no join: ready once the decoders are
     tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
     drain_at = read_deadline(workload)
 
@@ -218,6 +229,21 @@ async def _consume(
 
     await asyncio.gather(*(read(p) for p in mine))
     return tally.stats()
+
+
+def _warm_decoders(value_bytes: int) -> None:
+    """Decode made-up answers once before reading, each way :func:`_values` may: pyarrow's
+    first table loads pandas (a third of a second here, about a second on a busy machine),
+    which would otherwise stall every partition of this process at its first large answer and
+    be measured as the system's latency."""
+    value = stamp(value_bytes)
+    for records in (1, ROW_DECODE_MAX_RECORDS + 1):
+        batch = build_plain_columns(None, [value] * records, int(time.time() * 1000))
+        decoded = decode_batches(
+            batch, topic="warm-up", partition=0, start=0, until=records, include_headers=False
+        )
+        if decoded.num_rows != records or len(_values(batch, "warm-up", 0, 0, records)) != records:
+            raise RuntimeError(f"{NAME}: the decoders read a made-up answer back wrongly")
 
 
 def _values(body: bytes, topic: str, partition: int, start: int, until: int) -> list[Any]:

@@ -4,6 +4,11 @@ and refuse a batch whose CRC does not hold."""
 
 from __future__ import annotations
 
+import base64
+import struct
+import time
+
+import orjson
 import pytest
 
 from bench.compare import pafka_rest
@@ -50,3 +55,20 @@ def test_a_damaged_batch_is_refused(
     damaged[-1] ^= 0xFF
     with pytest.raises(CorruptMessageError):
         pafka_rest._values(bytes(damaged), "t", 0, 0, 10)
+
+
+@pytest.mark.parametrize("records", [0, 1, 3, 500])
+def test_a_produce_body_holds_the_records_asked_all_stamped_alike(records: int) -> None:
+    body = orjson.loads(pafka_rest._produce_body(100, records))
+    values = [base64.b64decode(r["value"], validate=True) for r in body["records"]]
+    assert len(values) == records
+    assert all(len(v) == 100 for v in values)
+    assert len(set(values)) == min(records, 1)  # one stamp: the request goes out whole
+    if values:
+        (sent_ns,) = struct.unpack_from(">q", values[0])
+        assert abs(time.time_ns() - sent_ns) < 60 * 10**9
+
+
+def test_the_decoders_are_warmed_by_reading_back_what_they_are_given() -> None:
+    for value_bytes in (8, 100, 4096):
+        pafka_rest._warm_decoders(value_bytes)
