@@ -104,6 +104,26 @@ class HttpClient:
             raise RuntimeError(f"no content-length in {header[:200]!r}")
         return status, lower, await self.reader.readexactly(int(length))
 
+    async def start(self, head: bytes) -> tuple[int, bytes, bytes | None]:
+        """Send a request whose answer may be a chunked stream: the status, the response head
+        (lower-cased), and the whole body when it has a length (None: read the stream with
+        :meth:`next_chunk`)."""
+        self.writer.write(head)
+        header = await self.reader.readuntil(b"\r\n\r\n")
+        lower = header.lower()
+        length = header_value(lower, b"content-length")
+        if length is not None:
+            return int(header[9:12]), lower, await self.reader.readexactly(int(length))
+        if header_value(lower, b"transfer-encoding") != b"chunked":
+            raise RuntimeError(f"neither a length nor chunks in {header[:200]!r}")
+        return int(header[9:12]), lower, None
+
+    async def next_chunk(self) -> bytes:
+        """The next chunk of a chunked answer; b"" once it has ended (no trailers expected)."""
+        size = int((await self.reader.readuntil(b"\r\n"))[:-2].split(b";", 1)[0], 16)
+        chunk = await self.reader.readexactly(size + 2)
+        return chunk[:-2]
+
     def close(self) -> None:
         self.writer.close()
 

@@ -1,4 +1,4 @@
-"""pafka through its REST gateway: batched binary POSTs in, stateless range reads out.
+"""pafka through its REST gateway: batched binary POSTs in, followed range reads out.
 
 The servers are the same local cluster as :mod:`bench.compare.pafka_kafka`, plus one gateway
 process (``PAFKA_GATEWAY_WORKERS=1``: the comparison's figures are per gateway process; the
@@ -9,13 +9,16 @@ minimal HTTP/1.1 client, so the gateway is what is measured, not an HTTP library
 (``application/vnd.kafka.binary.v2+json``), all stamped with the moment the request is made
 (it goes out whole); partitions take turns, so each gets the same number of records.
 
-Consumers use the stateless range reads (``GET /topics/{t}/partitions/{p}/records``, long-polled
-with ``timeout_ms``, each asking as many bytes as the Kafka-protocol consumer's partition
-fetch), not group membership: consumer ``w`` of ``C`` reads partitions ``p`` with
-``p % C == w`` (whole partitions, as a group would give them) from offset 0, one connection
-per partition. So no join, heartbeat or commit is measured. They ask for the batch format
-(``application/vnd.pafka.batches``), what a program reading REST in bulk uses (the JSON
-formats are for people and scripts), and decode every record of it, each batch's CRC checked,
+Consumers use the stateless range reads (``GET /topics/{t}/partitions/{p}/records``), followed
+(``follow=true``: one answer per partition that stays open, each batch written to it as it is
+appended, each Fetch behind it asking as many bytes as the Kafka-protocol consumer's partition
+fetch; a stream idle for ``READ_WAIT_MS`` ends and is opened again from where it stopped), not
+group membership: consumer ``w`` of ``C`` reads partitions ``p`` with ``p % C == w`` (whole
+partitions, as a group would give them) from offset 0, one connection per partition. So no
+join, heartbeat or commit is measured. They ask for the batch format
+(``application/vnd.pafka.batches``, the only one a follow read streams), what a program reading
+REST in bulk uses (the JSON formats are for people and scripts), and decode every record of it
+as whole batches arrive, each batch's CRC checked,
 so each record is checked as the other systems' are, from a decoded value: an answer of more
 than ``SMALL_ANSWER_BYTES`` with the Spark source's column decoder
 (:mod:`pafka.spark.batch_decode`), a smaller one (what a reader keeping up gets, many times a
@@ -45,9 +48,10 @@ from bench.compare.client_loop import (
     send_deadline,
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
-from bench.gateway import HttpClient, header_value
+from bench.gateway import HttpClient
 from pafka.client.batch_reading import select_records
 from pafka.client.plain_batch import build_plain_columns
+from pafka.records.batch import HEADER_SIZE, read_header
 from pafka.spark.batch_decode import decode_batches
 from pafka.spark.row_decode import ROW_DECODE_MAX_RECORDS
 
@@ -206,29 +210,52 @@ async def _consume(
 
     async def read(partition: int) -> None:
         client = await HttpClient.open(host, port)
+        where = f"{NAME} consumer {worker}, partition {partition}"
         offset = 0
         try:
             while offset < per_partition and time.monotonic() < drain_at:
                 head = (
                     f"GET /topics/{topic}/partitions/{partition}/records?offset={offset}"
                     f"&max_records={per_partition - offset}&max_bytes={READ_BYTES}"
-                    f"&timeout_ms={READ_WAIT_MS} HTTP/1.1\r\n"
+                    f"&timeout_ms={READ_WAIT_MS}&follow=true HTTP/1.1\r\n"
                     f"Host: {host}\r\nAccept: {BATCHES}\r\n\r\n"
                 ).encode()
-                status, response_head, body = await client.exchange(head)
-                if status != 200:
-                    raise RuntimeError(f"{NAME} consumer {worker}: {status} {body[:300]!r}")
-                next_offset = header_value(response_head, b"pafka-next-offset")
-                if next_offset is None:
-                    raise RuntimeError(f"{NAME} consumer {worker}: no Pafka-Next-Offset")
-                tally.add(_values(body, topic, partition, offset, per_partition))
-                offset = min(int(next_offset), per_partition)
-                tally.raise_if_idle(f"{NAME} consumer {worker}, partition {partition}", count)
+                status, _, whole = await client.start(head)
+                if status != 200 or whole is not None:
+                    raise RuntimeError(f"{where}: {status} {(whole or b'')[:300]!r}")
+                offset = await follow(client, partition, offset, where)
         finally:
             client.close()
 
+    async def follow(client: HttpClient, partition: int, offset: int, where: str) -> int:
+        """Read one follow stream to its end; the offset to go on from."""
+        pending = b""
+        while chunk := await client.next_chunk():
+            pending += chunk
+            end, next_offset = _whole_batches(pending)
+            if end:
+                tally.add(_values(pending[:end], topic, partition, offset, per_partition))
+                offset, pending = min(next_offset, per_partition), pending[end:]
+            tally.raise_if_idle(where, count)
+        if pending:
+            raise RuntimeError(f"{where}: the stream ended inside a batch")
+        tally.raise_if_idle(where, count)
+        return offset
+
     await asyncio.gather(*(read(p) for p in mine))
     return tally.stats()
+
+
+def _whole_batches(data: bytes) -> tuple[int, int]:
+    """How many leading bytes of ``data`` are whole batches, and the offset after them (0, 0
+    when none is whole yet)."""
+    end = next_offset = 0
+    while len(data) - end >= HEADER_SIZE:
+        header = read_header(data, end)
+        if end + header.size > len(data):
+            break
+        end, next_offset = end + header.size, header.next_offset
+    return end, next_offset
 
 
 def _warm_decoders(value_bytes: int) -> None:

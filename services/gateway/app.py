@@ -89,6 +89,7 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
         app.state.ctx = ctx
     errors.install(app)
     metrics.install(app)
+    app.state.metrics = metrics  # for answers that measure themselves (follow reads)
     docs.install(app)
     console.install(app)
     for router in ROUTERS:

@@ -5,6 +5,7 @@ Nothing here holds per-consumer state: a request can go to any gateway replica.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Annotated
 
@@ -31,6 +32,8 @@ class GatewayContext:
     basic: BasicLogins | None = None
     # One per gateway, shared by every route: it remembers where each group's coordinator is.
     groups: GroupClient = field(init=False)
+    # Set when the gateway begins to shut down: answers that would go on (follow reads) end.
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.groups = GroupClient(self.cluster)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 from annotated_types import Ge, Le
@@ -40,11 +40,19 @@ READ_RANGE = "/topics/{topic}/partitions/{partition}/records"
 _PREFIX = "/topics/"
 
 
-def _declared_query() -> tuple[dict[str, tuple[int, int | None]], dict[str, Any], frozenset[str]]:
-    """The range read's query parameters as its route declares them (integer bounds, defaults,
-    isolation names), so this path and FastAPI's can never disagree about them."""
+class _Declared(NamedTuple):
+    ints: dict[str, tuple[int, int | None]]  # name: (lowest, highest or None)
+    flags: frozenset[str]  # booleans
+    defaults: dict[str, Any]
+    isolations: frozenset[str]
+
+
+def _declared_query() -> _Declared:
+    """The range read's query parameters as its route declares them (integer bounds, flags,
+    defaults, isolation names), so this path and FastAPI's can never disagree about them."""
     hints = typing.get_type_hints(records.read_records)
     bounds: dict[str, tuple[int, int | None]] = {}
+    flags: set[str] = set()
     defaults: dict[str, Any] = {}
     isolations: frozenset[str] = frozenset()
     for name, parameter in inspect.signature(records.read_records).parameters.items():
@@ -56,14 +64,19 @@ def _declared_query() -> tuple[dict[str, tuple[int, int | None]], dict[str, Any]
         if name == "isolation":
             isolations = frozenset(typing.get_args(hints[name]))
             continue
+        if hints[name] is bool:
+            flags.add(name)
+            continue
         lowest = next(typing.cast(int, m.ge) for m in field.metadata if isinstance(m, Ge))
         highest = next((typing.cast(int, m.le) for m in field.metadata if isinstance(m, Le)), None)
         bounds[name] = (lowest, highest)
-    return bounds, defaults, isolations
+    return _Declared(bounds, frozenset(flags), defaults, isolations)
 
 
 # Beyond 18 digits FastAPI decides (and refuses or accepts exactly as it always did).
-_READ_INTS, _READ_DEFAULTS, _ISOLATIONS = _declared_query()
+_READ_INTS, _READ_FLAGS, _READ_DEFAULTS, _ISOLATIONS = _declared_query()
+# The spellings of a flag taken here; FastAPI reads others (1, yes, on, ...) as it always did.
+_FLAG_TEXTS = {"true": True, "false": False}
 QUERY_KEY = "pafka.read_query"  # the read's parsed parameters, in the request's scope
 _MAX_DIGITS = 18
 
@@ -91,6 +104,14 @@ def read_params(query_string: bytes) -> dict[str, Any] | None:
         params[name] = value
     if "offset" not in params:
         return None
+    for name in _READ_FLAGS:
+        text = query.get(name)
+        if text is None:
+            continue
+        flag = _FLAG_TEXTS.get(text)
+        if flag is None:
+            return None
+        params[name] = flag
     isolation = query.get("isolation")
     if isolation is not None:
         if isolation not in _ISOLATIONS:

@@ -60,6 +60,7 @@ async def run(
             on_serving()
         await wait_for_termination()
         log.info("shutting down")
+        ctx.stopping.set()
         server.should_exit = True
         await task
     finally:

@@ -1,5 +1,6 @@
 """The gateway's Prometheus metrics: requests by route template, method and status, and their
-latency in seconds (the names dashboards for HTTP services already use).
+latency in seconds (the names dashboards for HTTP services already use), and the follow reads
+streaming now.
 
 Measured by a plain ASGI middleware: Starlette's ``BaseHTTPMiddleware`` runs every request
 through a task group and a memory stream, which cost more than the produce route itself.
@@ -17,7 +18,7 @@ import time
 from typing import Any
 
 from fastapi import FastAPI
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -46,6 +47,13 @@ class GatewayMetrics:
             "Time to answer an HTTP request",
             ["handler", "method"],
             registry=own,
+        )
+        # Open now, summed over the live workers (their answers are not requests answered yet).
+        self.follow_reads = Gauge(
+            "pafka_gateway_follow_reads",
+            "Follow reads (range reads with follow=true) streaming now",
+            registry=own,
+            multiprocess_mode="livesum",
         )
         # The same value in every worker: shown once ("max"), not once per worker process.
         register_build_info(own, "gateway", multiprocess_mode="max")

@@ -26,11 +26,7 @@ def gateway_process(zk_connect: str, log_dir: Path, env: dict[str, str]) -> Iter
     process = start_gateway(zk_connect, port, log_path, env)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + READY_WITHIN_S
-        while not _ready(url):
-            assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.1)
+        wait_ready(url, process, log_path)
         yield url
     finally:
         process.terminate()
@@ -39,6 +35,16 @@ def gateway_process(zk_connect: str, log_dir: Path, env: dict[str, str]) -> Iter
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def wait_ready(url: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
+    """Return once the gateway at ``url`` is ready; fail with its log if it exits or is not
+    ready in time."""
+    deadline = time.monotonic() + READY_WITHIN_S
+    while not _ready(url):
+        assert process.poll() is None, log_path.read_text()
+        assert time.monotonic() < deadline, log_path.read_text()
+        time.sleep(0.1)
 
 
 def start_gateway(

@@ -212,6 +212,8 @@ def confine(case: Any, names: Names) -> None:
     for key in ("timeout_ms", "timeout"):
         if key in query:
             query[key] = _at_most(query[key], MAX_POLL_MS)
+    if query.get("follow") in (True, "true"):  # a follow read idles up to max_poll_ms untold
+        query["timeout_ms"] = _at_most(query.get("timeout_ms", MAX_POLL_MS), MAX_POLL_MS)
     case.query = query
     if isinstance(case.body, dict):
         case.body = copy.deepcopy(case.body)

@@ -13,6 +13,7 @@ import pytest
 
 from bench.compare import pafka_rest
 from pafka.errors import CorruptMessageError
+from pafka.records.batch import iter_batches
 from pafka.records.encoding import build_batch
 
 
@@ -72,3 +73,12 @@ def test_a_produce_body_holds_the_records_asked_all_stamped_alike(records: int) 
 def test_the_decoders_are_warmed_by_reading_back_what_they_are_given() -> None:
     for value_bytes in (8, 100, 4096):
         pafka_rest._warm_decoders(value_bytes)
+
+
+def test_whole_batches_stop_before_a_batch_still_arriving() -> None:
+    body, _ = _answer(3, 4, 16)
+    sizes = [h.size for _, h in iter_batches(body)]
+    assert pafka_rest._whole_batches(body) == (len(body), 12)
+    assert pafka_rest._whole_batches(body[:-1]) == (sizes[0] + sizes[1], 8)
+    assert pafka_rest._whole_batches(body[: sizes[0] - 1]) == (0, 0)
+    assert pafka_rest._whole_batches(b"") == (0, 0)

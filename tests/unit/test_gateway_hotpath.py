@@ -246,8 +246,17 @@ def test_only_plainly_valid_reads_are_taken() -> None:
         b"offset=1&max_bytes=0",
         b"offset=1&timeout_ms=",
         b"offset=1&isolation=READ_COMMITTED",
+        b"offset=1&follow=1",
+        b"offset=1&follow=True",
+        b"offset=1&follow=",
     ]:
         assert read_params(query) is None, query
+
+
+def test_follow_is_taken_as_true_or_false_as_fastapi_reads_those() -> None:
+    for text in ("true", "false"):
+        params = read_params(f"offset=3&follow={text}".encode())
+        assert params == {"offset": 3, "follow": TypeAdapter(bool).validate_python(text)}
 
 
 @given(st.text(alphabet="0123456789+-. _\u0663e", max_size=20))

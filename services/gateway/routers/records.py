@@ -19,12 +19,13 @@ from pydantic import BaseModel, Field
 from pafka.client.fetcher import fetch, offsets
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import RestError
-from services.gateway import batch_reads, idempotency
+from services.gateway import batch_follow, batch_reads, idempotency
 from services.gateway.column_produce import write_columns
 from services.gateway.context import Ctx, GatewayContext, context
 from services.gateway.formats import (
     INVALID_REQUEST,
     NDJSON,
+    NOT_ACCEPTABLE,
     PLAIN_JSON,
     V2,
     V2_BINARY,
@@ -344,8 +345,28 @@ async def read_records(
         description="read_committed: only committed transactions' records (and records "
         "written outside transactions), up to the last stable offset",
     ),
+    follow: bool = Query(
+        False,
+        description=f"With `Accept: {batch_reads.MEDIA_TYPE}` only: the answer stays open and "
+        "each batch is written to it as it is appended, until `max_records` offsets (when "
+        "given) or `timeout_ms` without a record (up to the gateway's longest poll when not "
+        "given); see the README",
+    ),
 ) -> Response:
     ctx = context(request)  # not a dependency: see _options
+    if follow:
+        given = request.query_params  # parsed only here: a follow read is made once, then goes on
+        return await _follow(
+            ctx,
+            topic,
+            partition,
+            request,
+            offset=offset,
+            max_records=max_records if "max_records" in given else None,
+            max_bytes=max_bytes,
+            timeout_ms=timeout_ms if "timeout_ms" in given else None,
+            isolation=isolation,
+        )
     if batch_reads.wants_batches(request.headers.get("accept")):
         return await batch_reads.read_batches(
             ctx,
@@ -378,6 +399,36 @@ async def read_records(
         }
         return Response(read_lines(topic, partition, result), headers=where, media_type=NDJSON)
     return Response(read_answer(topic, partition, result, fmt), media_type=fmt.media_type)
+
+
+async def _follow(
+    ctx: GatewayContext,
+    topic: str,
+    partition: int,
+    request: Request,
+    *,
+    offset: int,
+    max_records: int | None,
+    max_bytes: int | None,
+    timeout_ms: int | None,
+    isolation: str,
+) -> Response:
+    """A follow read: the batch format only, its limits only those the client set."""
+    if not batch_reads.wants_batches(request.headers.get("accept")):
+        raise RestError(
+            NOT_ACCEPTABLE,
+            f"follow=true streams record batches: ask for Accept: {batch_reads.MEDIA_TYPE}",
+        )
+    return await batch_follow.follow_batches(
+        ctx,
+        topic,
+        partition,
+        offset=offset,
+        max_records=max_records,
+        max_bytes=max_bytes,
+        timeout_ms=timeout_ms,
+        isolation=isolation,
+    )
 
 
 @router.get(
