@@ -153,7 +153,9 @@ class ClusterClient:
     async def exclusive(self, broker_id: int) -> AsyncIterator[BrokerConnection]:
         """A connection of the caller's own for a request the broker may hold (JoinGroup,
         SyncGroup, a long-poll Fetch): a broker answers each connection in order, so such a
-        request on the shared connection would hold up every request behind it."""
+        request on the shared connection would hold up every request behind it. For the same
+        reason one given back with a request still unanswered (its caller stopped waiting on a
+        held Fetch: a follow read whose client left) is closed, not kept for the next caller."""
         address = self.brokers.get(broker_id)
         if address is None:
             raise BrokerUnreachableError(f"broker {broker_id} is not registered")
@@ -168,7 +170,7 @@ class ClusterClient:
         try:
             yield connection
         finally:
-            if connection.alive and len(spares) < MAX_SPARE_CONNECTIONS:
+            if connection.alive and connection.idle and len(spares) < MAX_SPARE_CONNECTIONS:
                 spares.append(connection)
             else:
                 await connection.close()

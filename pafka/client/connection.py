@@ -82,6 +82,11 @@ class BrokerConnection:
         return f"{self.host}:{self.port}"
 
     @property
+    def idle(self) -> bool:
+        """No request sent and still unanswered (one whose caller stopped waiting included)."""
+        return not self._waiting
+
+    @property
     def alive(self) -> bool:
         return (
             self._transport is not None
