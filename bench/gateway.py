@@ -95,14 +95,10 @@ class HttpClient:
 
     async def exchange(self, head: bytes, body: bytes = b"") -> tuple[int, bytes, bytes]:
         """The status, the response head (lower-cased) and the body of one request."""
-        self.writer.write(head + body)
-        header = await self.reader.readuntil(b"\r\n\r\n")
-        status = int(header[9:12])
-        lower = header.lower()
-        length = header_value(lower, b"content-length")
-        if length is None:
-            raise RuntimeError(f"no content-length in {header[:200]!r}")
-        return status, lower, await self.reader.readexactly(int(length))
+        status, lower, whole = await self.start(head + body)
+        if whole is None:
+            raise RuntimeError(f"a chunked answer where a length was expected: {lower[:200]!r}")
+        return status, lower, whole
 
     async def start(self, head: bytes) -> tuple[int, bytes, bytes | None]:
         """Send a request whose answer may be a chunked stream: the status, the response head

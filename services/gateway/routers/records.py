@@ -354,20 +354,26 @@ async def read_records(
     ),
 ) -> Response:
     ctx = context(request)  # not a dependency: see _options
+    batches = batch_reads.wants_batches(request.headers.get("accept"))
     if follow:
+        if not batches:
+            raise RestError(
+                NOT_ACCEPTABLE,
+                f"follow=true streams record batches: ask for Accept: {batch_reads.MEDIA_TYPE}",
+            )
         given = request.query_params  # parsed only here: a follow read is made once, then goes on
-        return await _follow(
+        return await batch_follow.follow_batches(
             ctx,
             topic,
             partition,
-            request,
             offset=offset,
+            # The client's limits only: a follow read has none it was not given.
             max_records=max_records if "max_records" in given else None,
             max_bytes=max_bytes,
             timeout_ms=timeout_ms if "timeout_ms" in given else None,
             isolation=isolation,
         )
-    if batch_reads.wants_batches(request.headers.get("accept")):
+    if batches:
         return await batch_reads.read_batches(
             ctx,
             topic,
@@ -399,36 +405,6 @@ async def read_records(
         }
         return Response(read_lines(topic, partition, result), headers=where, media_type=NDJSON)
     return Response(read_answer(topic, partition, result, fmt), media_type=fmt.media_type)
-
-
-async def _follow(
-    ctx: GatewayContext,
-    topic: str,
-    partition: int,
-    request: Request,
-    *,
-    offset: int,
-    max_records: int | None,
-    max_bytes: int | None,
-    timeout_ms: int | None,
-    isolation: str,
-) -> Response:
-    """A follow read: the batch format only, its limits only those the client set."""
-    if not batch_reads.wants_batches(request.headers.get("accept")):
-        raise RestError(
-            NOT_ACCEPTABLE,
-            f"follow=true streams record batches: ask for Accept: {batch_reads.MEDIA_TYPE}",
-        )
-    return await batch_follow.follow_batches(
-        ctx,
-        topic,
-        partition,
-        offset=offset,
-        max_records=max_records,
-        max_bytes=max_bytes,
-        timeout_ms=timeout_ms,
-        isolation=isolation,
-    )
 
 
 @router.get(
