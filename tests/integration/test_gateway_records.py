@@ -84,7 +84,9 @@ def kafka_python_partitions(cluster: Any, topic: str, keys: list[bytes]) -> list
         producer.close()
 
 
-def consume_all(cluster: Any, topic: str) -> list[Any]:
+def consume_all(cluster: Any, topic: str, expected: int = 0) -> list[Any]:
+    """Every record up to the high watermarks, and at least `expected` of them: after acks=1
+    the followers may not have moved the watermark yet when the reads begin."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False)
@@ -95,7 +97,7 @@ def consume_all(cluster: Any, topic: str) -> list[Any]:
         ends = consumer.end_offsets(tps)
         rows: list[Any] = []
         deadline = time.monotonic() + 30
-        while sum(consumer.position(tp) for tp in tps) < sum(ends.values()):
+        while sum(consumer.position(tp) for tp in tps) < max(sum(ends.values()), expected):
             assert time.monotonic() < deadline, "kafka-python stalled"
             for batch in consumer.poll(timeout_ms=1000).values():
                 rows += batch

@@ -55,8 +55,8 @@ def produce(base: str, topic: str, *items: Any, raw: bytes | None = None) -> lis
     return reports(response.content)
 
 
-def read_back(cluster: Any, topic: str) -> list[Any]:
-    return sorted(consume_all(cluster, topic), key=lambda r: (r.partition, r.offset))
+def read_back(cluster: Any, topic: str, expected: int = 0) -> list[Any]:
+    return sorted(consume_all(cluster, topic, expected), key=lambda r: (r.partition, r.offset))
 
 
 def test_one_record_is_written_and_reported(cluster: Any) -> None:
@@ -266,7 +266,7 @@ def test_each_partitions_records_are_written_in_the_order_of_the_body(
     )
     found = reports(response.content)
     assert [r["partition_id"] for r in found] == [partition_of(n) for n in range(400)]
-    rows = read_back(cluster, topic)
+    rows = read_back(cluster, topic, expected=400)
     for partition in range(PARTITIONS):
         values = [int(r.value) for r in rows if r.partition == partition]
         assert values == [n for n in range(400) if partition_of(n) == partition]
