@@ -125,8 +125,7 @@ async def fetch_batches(
     ``max_bytes`` whatever the count: a broker sends every byte asked for and this process
     reads them all, so a read of ten records behind the log's end would otherwise cost the
     whole ``max_bytes``. Fewer records than asked may come back; the next read goes on."""
-    if offset < 0 or max_records < 1 or max_bytes < 1 or max_wait_ms < 0:
-        raise ValueError("offset and max_wait_ms must be >= 0, max_records and max_bytes >= 1")
+    check_read(offset, max_records, max_bytes, max_wait_ms)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
     position = offset
@@ -134,13 +133,7 @@ async def fetch_batches(
     used = taken = 0  # bytes and offsets of the batches kept so far
 
     def result(answer: PartitionAnswer, next_offset: int) -> BatchesResult:
-        return BatchesResult(
-            chunks,
-            answer.high_watermark,
-            answer.log_start_offset,
-            _end(answer, IsolationLevel.READ_COMMITTED),
-            max(next_offset, offset),
-        )
+        return _result(answer, chunks, offset, next_offset)
 
     while True:
         budget = max_bytes - used
@@ -156,13 +149,7 @@ async def fetch_batches(
         if chunks and len(answer.records) > ask:  # one batch above what is left: next read's
             return result(answer, position)
         end = _end(answer, isolation)
-        found, next_offset = select_batches(
-            answer.records,
-            position,
-            max_records=max_records - taken,
-            end=end,
-            readable=batch_filter(isolation, [AbortedTransaction(*a) for a in answer.aborted]),
-        )
+        found, next_offset = _select(answer, position, max_records - taken, isolation)
         if found:
             chunks += found
             used += sum(map(len, found))
@@ -175,6 +162,45 @@ async def fetch_batches(
         if next_offset <= position:
             return result(answer, next_offset)
         position = next_offset
+
+
+def batches_of(
+    answer: PartitionAnswer, offset: int, max_records: int, isolation: IsolationLevel
+) -> BatchesResult:
+    """What one partition's Fetch answer gives a read from ``offset`` (a Fetch of several
+    partitions, answered at once): :func:`fetch_batches`' result from that one answer."""
+    found, next_offset = _select(answer, offset, max_records, isolation)
+    return _result(answer, found, offset, next_offset)
+
+
+def check_read(offset: int, max_records: int, max_bytes: int, max_wait_ms: int) -> None:
+    """Refuse a read's arguments that no Fetch can carry out."""
+    if offset < 0 or max_records < 1 or max_bytes < 1 or max_wait_ms < 0:
+        raise ValueError("offset and max_wait_ms must be >= 0, max_records and max_bytes >= 1")
+
+
+def _result(
+    answer: PartitionAnswer, chunks: list[memoryview], offset: int, next_offset: int
+) -> BatchesResult:
+    return BatchesResult(
+        chunks,
+        answer.high_watermark,
+        answer.log_start_offset,
+        _end(answer, IsolationLevel.READ_COMMITTED),
+        max(next_offset, offset),
+    )
+
+
+def _select(
+    answer: PartitionAnswer, position: int, max_records: int, isolation: IsolationLevel
+) -> tuple[list[memoryview], int]:
+    return select_batches(
+        answer.records,
+        position,
+        max_records=max_records,
+        end=_end(answer, isolation),
+        readable=batch_filter(isolation, [AbortedTransaction(*a) for a in answer.aborted]),
+    )
 
 
 def _end(answer: PartitionAnswer, isolation: IsolationLevel) -> int:

@@ -87,7 +87,7 @@ class _Answer(NamedTuple):
 # -- talking to the leader ---------------------------------------------------------------------
 
 
-async def _partition(
+async def partition_leader(
     cluster: ClusterClient, topic: str, partition: int, *, refresh: bool
 ) -> PartitionLeader:
     info = await cluster.topic(topic, refresh=refresh)
@@ -109,7 +109,7 @@ async def on_leader(
     refresh = False
     for tries in range(1, MAX_ATTEMPTS + 1):
         try:
-            leader = await _partition(cluster, topic, partition, refresh=refresh)
+            leader = await partition_leader(cluster, topic, partition, refresh=refresh)
             return await attempt(leader)
         except LEADER_MOVED:
             if tries == MAX_ATTEMPTS:

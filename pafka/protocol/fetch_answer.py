@@ -1,4 +1,4 @@
-"""One partition's answer in a Fetch v11 response, read by hand with its records left in place.
+"""The partitions' answers in a Fetch v11 response, read by hand with its records left in place.
 
 The generic codec copies a response's record sets into new bytes; a reader that passes record
 batches on untouched (the gateway's batch format) takes them here as a view into the response
@@ -28,6 +28,7 @@ Malformed or truncated frames raise :class:`ProtocolError`. Sans-I/O.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from pafka.errors import ProtocolError
@@ -60,10 +61,26 @@ def session_error(frame: memoryview) -> int:
 def find_partition(frame: memoryview, topic: str, partition: int) -> PartitionAnswer | None:
     """The answer for ``topic``-``partition`` (None if the response lacks it); its records are
     a view into ``frame``."""
+    wanted = topic.encode()
+    for name, index, answer in _walk(frame):
+        if name == wanted and index == partition:
+            return answer
+    return None
+
+
+def all_partitions(frame: memoryview) -> dict[tuple[str, int], PartitionAnswer]:
+    """Every partition's answer, by (topic, partition), the first where one is listed twice (as
+    :func:`find_partition` finds it); records are views into ``frame``."""
+    found: dict[tuple[str, int], PartitionAnswer] = {}
+    for name, index, answer in _walk(frame):
+        found.setdefault((name.decode(errors="replace"), index), answer)
+    return found
+
+
+def _walk(frame: memoryview) -> Iterator[tuple[bytes, int, PartitionAnswer]]:
     _check(frame, 0, _HEAD.size)
     topics = _HEAD.unpack_from(frame, 0)[4]
     pos = _HEAD.size
-    wanted = topic.encode()
     for _ in range(max(topics, 0)):
         _check(frame, pos, 2)
         (length,) = _INT16.unpack_from(frame, pos)
@@ -73,10 +90,8 @@ def find_partition(frame: memoryview, topic: str, partition: int) -> PartitionAn
         (count,) = _INT32.unpack_from(frame, pos)
         pos += 4
         for _ in range(max(count, 0)):
-            answer, pos = _partition(frame, pos)
-            if name == wanted and answer[0] == partition:
-                return answer[1]
-    return None
+            (index, answer), pos = _partition(frame, pos)
+            yield name, index, answer
 
 
 def _partition(frame: memoryview, pos: int) -> tuple[tuple[int, PartitionAnswer], int]:

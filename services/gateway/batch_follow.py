@@ -16,6 +16,10 @@ with the error), or when the gateway shuts down. A client that goes away stops i
 Each batch carries its offsets, so where to read on after an end is the last batch's base
 offset plus its last offset delta plus one, found without any header.
 
+While a stream waits for its next batches it does so in a Fetch shared with the other streams
+waiting on the same leader (:mod:`pafka.client.shared_fetches`): one Produce landing on many
+followed partitions wakes one Fetch per broker, not one per stream.
+
 Retriable failures (a leader moving, a broker restarting) are retried within the idle limit, as
 a Kafka consumer does; the gateway's fetching waits on the client: a reader that stops
 reading stops the Fetches too (the HTTP send waits while the socket's buffer is full).
@@ -98,16 +102,27 @@ class _Stream:
         self.idle_until = time.monotonic() + idle_s
 
     async def read(self, position: int, *, wait: bool = True) -> BatchesResult:
-        """The batches from ``position``, waiting for a first one until the idle limit."""
-        wait_ms = int((self.idle_until - time.monotonic()) * 1000) if wait else 0
-        return await fetch_batches(
-            self.ctx.cluster,
+        """The batches from ``position``: those there now, or (``wait``) the first to come
+        until the idle limit, in a Fetch shared with the other streams of the leader."""
+        max_records = max(1, self.limit - self.passed)
+        if not wait:
+            return await fetch_batches(
+                self.ctx.cluster,
+                self.topic,
+                self.partition,
+                position,
+                max_records=max_records,
+                max_bytes=self.max_bytes,
+                max_wait_ms=0,
+                isolation=self.isolation,
+            )
+        return await self.ctx.shared_fetches.read(
             self.topic,
             self.partition,
             position,
-            max_records=max(1, self.limit - self.passed),
+            max_records=max_records,
             max_bytes=self.max_bytes,
-            max_wait_ms=max(0, wait_ms),
+            max_wait_ms=max(0, int((self.idle_until - time.monotonic()) * 1000)),
             isolation=self.isolation,
         )
 

@@ -14,6 +14,7 @@ from fastapi import Depends, Request
 from pafka.client.cluster import ClusterClient
 from pafka.client.groups import GroupClient
 from pafka.client.producer import Producer
+from pafka.client.shared_fetches import SharedFetches
 from pafka.security.acl_authorizer import Authorizer
 from pafka.zk.client import ZkClient
 from services.gateway.access import BasicLogins
@@ -32,13 +33,17 @@ class GatewayContext:
     basic: BasicLogins | None = None
     # One per gateway, shared by every route: it remembers where each group's coordinator is.
     groups: GroupClient = field(init=False)
+    # The held Fetches of follow reads, shared by the streams waiting on the same leader.
+    shared_fetches: SharedFetches = field(init=False)
     # Set when the gateway begins to shut down: answers that would go on (follow reads) end.
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.groups = GroupClient(self.cluster)
+        self.shared_fetches = SharedFetches(self.cluster)
 
     async def close(self) -> None:
+        await self.shared_fetches.close()
         await self.producer.close()
         await self.cluster.close()
         if self.zk is not None:

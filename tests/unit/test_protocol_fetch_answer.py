@@ -63,6 +63,13 @@ def test_every_partition_reads_as_the_generic_codec_does(
         assert bytes(found.records) == bytes(p.records or b"")  # type: ignore[attr-defined]
         assert found.records.obj is frame.obj  # a view, not a copy
     assert fetch_answer.find_partition(frame, "absent", 0) is None
+    # Read all at once (a Fetch shared by several readers), each is the one found alone.
+    every = fetch_answer.all_partitions(frame)
+    assert set(every) == set(first_seen)
+    for (topic, index), answer in every.items():
+        alone = fetch_answer.find_partition(frame, topic, index)
+        assert alone is not None
+        assert answer[:5] == alone[:5] and bytes(answer.records) == bytes(alone.records)
 
 
 def test_truncated_answers_are_protocol_errors() -> None:
@@ -71,3 +78,5 @@ def test_truncated_answers_are_protocol_errors() -> None:
     for cut in range(1, len(frame)):
         with pytest.raises(ProtocolError):
             fetch_answer.find_partition(frame[:-cut], "a", 0)
+        with pytest.raises(ProtocolError):
+            fetch_answer.all_partitions(frame[:-cut])

@@ -1,0 +1,177 @@
+"""Held Fetches shared by the readers of one leader (:mod:`pafka.client.shared_fetches`),
+against real brokers: readers waiting together go in one Fetch per leader, each gets its own
+partition's batches as they come, a reader joining later is not held behind a held Fetch, and
+each wait, error and close ends its readers as a Fetch of their own would."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from pafka.client import shared_fetches
+from pafka.client.batch_fetch import BatchesResult
+from pafka.client.batch_reading import select_records
+from pafka.client.cluster import ClusterClient
+from pafka.client.producer import Producer
+from pafka.client.shared_fetches import SharedFetches
+from pafka.errors import OffsetOutOfRangeError, PafkaError, UnknownTopicOrPartitionError
+
+PARTITIONS = 4
+HELD_MS = 30_000
+# Long enough for a Fetch to reach the broker and be held there.
+SETTLE_S = 0.5
+
+
+def new_topic(cluster: Any) -> str:
+    name = f"shared-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(name, partitions=PARTITIONS, replication_factor=1)
+    return name
+
+
+def bootstrap(cluster: Any) -> list[tuple[str, int]]:
+    return [("127.0.0.1", int(a.rsplit(":", 1)[1])) for a in cluster.bootstrap.split(",")]
+
+
+def run(cluster: Any, scenario: Callable[[ClusterClient, list[int]], Awaitable[None]]) -> None:
+    """Run ``scenario`` with a client and the count of Fetches sent so far (one element)."""
+
+    async def main() -> None:
+        client = ClusterClient(bootstrap=bootstrap(cluster), client_id="shared-fetches-test")
+        sent = [0]
+        real = shared_fetches.send_fetch
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            sent[0] += 1
+            return await real(*args, **kwargs)
+
+        shared_fetches.send_fetch = counted  # type: ignore[assignment]
+        try:
+            await scenario(client, sent)
+        finally:
+            shared_fetches.send_fetch = real  # type: ignore[assignment]
+            await client.close()
+
+    asyncio.run(main())
+
+
+def values(result: BatchesResult) -> list[bytes | None]:
+    data = b"".join(result.chunks)
+    records, _ = select_records(data, 0, max_records=1000, high_watermark=result.high_watermark)
+    return [r.value for r in records]
+
+
+async def leaders(client: ClusterClient, topic: str) -> dict[int, int]:
+    info = await client.topic(topic, refresh=True)
+    return {p: info.partitions[p].leader for p in range(PARTITIONS)}
+
+
+def test_readers_waiting_together_share_a_fetch_and_each_gets_its_own_batches(
+    cluster: Any,
+) -> None:
+    topic = new_topic(cluster)
+
+    async def scenario(client: ClusterClient, sent: list[int]) -> None:
+        shared, producer = SharedFetches(client), Producer(client, linger_ms=0)
+        led_by = await leaders(client, topic)
+        readers = {
+            p: asyncio.ensure_future(
+                shared.read(topic, p, 0, max_records=100, max_bytes=1 << 20, max_wait_ms=HELD_MS)
+            )
+            for p in range(PARTITIONS)
+        }
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == len(set(led_by.values()))  # one Fetch per leader, not per reader
+        assert not any(r.done() for r in readers.values())
+
+        await producer.send_columns(topic, 2, None, [b"two"])
+        got = await asyncio.wait_for(readers[2], HELD_MS / 1000)
+        assert values(got) == [b"two"] and got.next_offset == 1 and got.high_watermark == 1
+        await asyncio.sleep(SETTLE_S)
+        others = [p for p in range(PARTITIONS) if p != 2]
+        assert not any(readers[p].done() for p in others)
+        # The others of partition 2's leader went on in one new Fetch.
+        assert sent[0] == len(set(led_by.values())) + (
+            1 if any(led_by[p] == led_by[2] for p in others) else 0
+        )
+
+        for p in others:
+            await producer.send_columns(topic, p, None, [b"v%d" % p])
+        for p in others:
+            assert values(await asyncio.wait_for(readers[p], HELD_MS / 1000)) == [b"v%d" % p]
+        await producer.close()
+        await shared.close()
+
+    run(cluster, scenario)
+
+
+def test_a_reader_joining_while_a_fetch_is_held_is_not_held_behind_it(cluster: Any) -> None:
+    topic = new_topic(cluster)
+
+    async def scenario(client: ClusterClient, sent: list[int]) -> None:
+        shared, producer = SharedFetches(client), Producer(client, linger_ms=0)
+        idle = [
+            asyncio.ensure_future(
+                shared.read(topic, p, 0, max_records=10, max_bytes=1 << 20, max_wait_ms=HELD_MS)
+            )
+            for p in range(1, PARTITIONS)
+        ]
+        await asyncio.sleep(SETTLE_S)
+        await producer.send_columns(topic, 0, None, [b"late"])
+        late = await asyncio.wait_for(
+            shared.read(topic, 0, 0, max_records=10, max_bytes=1 << 20, max_wait_ms=HELD_MS),
+            HELD_MS / 1000,
+        )
+        assert values(late) == [b"late"]
+        assert not any(r.done() for r in idle)  # answered while the others' Fetches are held
+        await producer.close()
+        await shared.close()
+        for reader in idle:  # a close ends the readers still waiting, not retriable
+            with pytest.raises(PafkaError) as failed:
+                await reader
+            assert not failed.value.retriable
+
+    run(cluster, scenario)
+
+
+def test_a_fetch_whose_readers_all_left_is_given_up(cluster: Any) -> None:
+    topic = new_topic(cluster)
+
+    async def scenario(client: ClusterClient, sent: list[int]) -> None:
+        shared = SharedFetches(client)
+        reader = asyncio.ensure_future(
+            shared.read(topic, 0, 0, max_records=10, max_bytes=1024, max_wait_ms=HELD_MS)
+        )
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == 1 and not reader.done()
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        for _ in range(100):  # the Fetch's task ends once its cancellation has run
+            if not shared._held:
+                break
+            await asyncio.sleep(0.01)
+        assert not shared._held
+        await shared.close()
+
+    run(cluster, scenario)
+
+
+def test_a_wait_ends_with_nothing_and_errors_are_the_partitions(cluster: Any) -> None:
+    topic = new_topic(cluster)
+
+    async def scenario(client: ClusterClient, sent: list[int]) -> None:
+        shared = SharedFetches(client)
+        empty = await shared.read(topic, 1, 0, max_records=10, max_bytes=1024, max_wait_ms=300)
+        assert (empty.chunks, empty.next_offset, empty.high_watermark) == ([], 0, 0)
+        with pytest.raises(OffsetOutOfRangeError):
+            await shared.read(topic, 1, 5, max_records=10, max_bytes=1024, max_wait_ms=300)
+        with pytest.raises(UnknownTopicOrPartitionError):
+            await shared.read(topic, PARTITIONS, 0, max_records=1, max_bytes=1, max_wait_ms=0)
+        with pytest.raises(ValueError):
+            await shared.read(topic, 0, -1, max_records=1, max_bytes=1, max_wait_ms=0)
+        await shared.close()
+
+    run(cluster, scenario)
