@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import signal
 import time
@@ -31,15 +32,15 @@ ARRIVAL_S = 10.0
 STOP_WITHIN_S = 15.0
 
 
-def new_topic(cluster: Any, prefix: str) -> str:
+def new_topic(cluster: Any, prefix: str, partitions: int = 1) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    cluster.create_topic(name, partitions=1, replication_factor=3)
+    cluster.create_topic(name, partitions=partitions, replication_factor=3)
     return name
 
 
-async def produce(client: httpx.AsyncClient, topic: str, value: bytes) -> int:
+async def produce(client: httpx.AsyncClient, topic: str, value: bytes, partition: int = 0) -> int:
     answer = await client.post(
-        f"/topics/{topic}/partitions/0",
+        f"/topics/{topic}/partitions/{partition}",
         json={"records": [{"value": base64.b64encode(value).decode()}]},
         headers={"Content-Type": V2_BINARY},
     )
@@ -91,10 +92,12 @@ def in_loop(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., Non
     return run
 
 
-def follow(client: httpx.AsyncClient, topic: str, offset: int, **query: Any) -> Any:
+def follow(
+    client: httpx.AsyncClient, topic: str, offset: int, partition: int = 0, **query: Any
+) -> Any:
     return client.stream(
         "GET",
-        f"/topics/{topic}/partitions/0/records",
+        f"/topics/{topic}/partitions/{partition}/records",
         params={"offset": offset, "follow": "true", **query},
         headers={"Accept": BATCHES},
     )
@@ -133,6 +136,70 @@ async def test_batches_come_as_they_are_appended_until_the_records_asked(cluster
                 (4, b"live-4"),
             ]
             assert offset == 4
+
+
+@in_loop
+async def test_streams_of_many_partitions_each_get_their_own_records(cluster: Any) -> None:
+    """Six streams wait on six partitions (their Fetches shared by leader); records written
+    to some partitions reach those streams only, in order, while the others wait on."""
+    partitions = 6
+    topic = new_topic(cluster, "follow-many", partitions)
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(base_url=cluster.gateways[0], timeout=30)
+        )
+        streams = []
+        for p in range(partitions):
+            response = await stack.enter_async_context(
+                follow(client, topic, 0, p, max_records=2, timeout_ms=20_000)
+            )
+            assert response.status_code == 200
+            streams.append(Batches(response))
+        for round_ in range(2):
+            for p in range(0, partitions, 2):
+                await produce(client, topic, b"p%d-%d" % (p, round_), p)
+            for p in range(0, partitions, 2):
+                got = await streams[p].until(round_ + 1)
+                assert got == [(n, b"p%d-%d" % (p, n)) for n in range(round_ + 1)]
+        for p in range(1, partitions, 2):
+            assert streams[p].records == []
+            await produce(client, topic, b"late-%d" % p, p)
+            assert await streams[p].until(1) == [(0, b"late-%d" % p)]
+        for p in range(0, partitions, 2):  # two records asked: these streams have ended
+            assert await streams[p].to_end() == [(0, b"p%d-0" % p), (1, b"p%d-1" % p)]
+
+
+@in_loop
+async def test_a_read_committed_stream_passes_markers_and_aborted_records(cluster: Any) -> None:
+    """Committed records come once their transaction commits; an aborted transaction's never
+    do, and the markers between are passed without ending the stream."""
+    from confluent_kafka import Producer
+
+    topic = new_topic(cluster, "follow-txn")
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "transactional.id": f"t-{uuid.uuid4()}"}
+    )
+    await asyncio.to_thread(producer.init_transactions, 60)
+
+    def transaction(values: list[bytes], commit: bool) -> None:
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value, partition=0)
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+
+    async with (
+        httpx.AsyncClient(base_url=cluster.gateways[0], timeout=30) as client,
+        follow(client, topic, 0, isolation="read_committed", timeout_ms=20_000) as response,
+    ):
+        assert response.status_code == 200
+        stream = Batches(response)
+        await asyncio.to_thread(transaction, [b"c0", b"c1"], True)
+        assert await stream.until(2) == [(0, b"c0"), (1, b"c1")]
+        await asyncio.to_thread(transaction, [b"a0", b"a1"], False)
+        await asyncio.to_thread(transaction, [b"c2"], True)
+        # After the first marker (2), the aborted records (3, 4) and their marker (5).
+        assert await stream.until(3) == [(0, b"c0"), (1, b"c1"), (6, b"c2")]
 
 
 @in_loop
