@@ -8,19 +8,19 @@ Fetches:
 
 * readers that start waiting in the same turn of the event loop go in one Fetch, each
   partition with its own offset and byte limit;
-* its answer wakes the readers whose partitions brought batches, skipped offsets, an error, or
-  the end of their wait; the others go on waiting in the leader's next Fetch, sent in the
+* its answer wakes the readers whose partitions brought batches, skipped offsets or an error;
+  the others go on waiting in the leader's next Fetch, sent in the
   following turn with the woken readers that ask again by then (a woken follow read writes
   what it got and asks again without waiting, so the readers of a busy leader keep sharing one
   Fetch);
 * a reader that starts waiting while a Fetch of its leader is held is not added to it (the
-  broker may hold it up to its wait) but goes in a new one: its batches come no later than
-  with a Fetch of its own, and each held Fetch asks for partitions no other one asks for.
+  broker may hold it up to :data:`MAX_HOLD_MS`) but goes in a new one: its batches come no
+  later than with a Fetch of its own.
 
-A Fetch waits no longer than its earliest reader may, and a reader's result is what
-:func:`pafka.client.batch_fetch.fetch_batches` would have returned from the same answer. A
-reader that stops waiting leaves its part of the answer unread; once every reader of a held
-Fetch has stopped, the Fetch is given up (its connection closed, which ends it at the broker).
+A Fetch is held at most :data:`MAX_HOLD_MS`, and each reader's wait ends on its own timer, so
+readers whose waits end at different moments do not each cut the shared Fetch short. A
+reader's result is what :func:`pafka.client.batch_fetch.fetch_batches` would have returned
+from the same answer; a reader that stops waiting leaves its part of the answer unread.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from pafka.client.batch_fetch import BatchesResult, batches_of, check_read
+from pafka.client.batch_fetch import BatchesResult, batches_of, check_read, fetch_batches
 from pafka.client.cluster import ClusterClient
 from pafka.client.fetcher import bytes_for, partition_leader, raise_for_partition, send_fetch
 from pafka.client.isolation import IsolationLevel
@@ -37,14 +37,12 @@ from pafka.errors import NotLeaderOrFollowerError, PafkaError, for_code
 from pafka.protocol import fetch_answer
 from pafka.protocol.fetch_request import FetchPosition, encode_fetch_many
 
+# A held Fetch is answered after this at the latest (Kafka's fetch.max.wait.ms default), and
+# its readers still waiting go on in the next one: an idle leader costs two Fetches a second,
+# whatever the number of readers and however their own waits end.
+MAX_HOLD_MS = 500
 # The most a Fetch asks for in all (Kafka's fetch.max.bytes default).
 MAX_FETCH_BYTES = 50 * 1024 * 1024
-# An answer this close to a reader's end of wait ends it: the broker's timer and ours differ
-# by a little, and going round again for a millisecond would cost a Fetch.
-DEADLINE_SLACK_S = 0.002
-
-# A Fetch's max_wait_ms is an int32.
-MAX_WAIT_MS = 2**31 - 1
 
 _Key = tuple[int, IsolationLevel]  # (leader, isolation level)
 
@@ -57,7 +55,14 @@ class _Reader:
     future: asyncio.Future[BatchesResult] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
-    held_by: asyncio.Task[None] | None = None  # the Fetch it waits in, once sent
+    # What the reader has when its wait ends with nothing: the partition's offsets as the
+    # last answer gave them (none yet: -1).
+    nothing: BatchesResult | None = None
+
+    def time_up(self) -> None:
+        if not self.future.done():
+            offset = self.position.offset
+            self.future.set_result(self.nothing or BatchesResult([], -1, -1, -1, offset))
 
 
 class SharedFetches:
@@ -66,7 +71,7 @@ class SharedFetches:
     def __init__(self, cluster: ClusterClient) -> None:
         self._cluster = cluster
         self._joining: dict[_Key, list[_Reader]] = {}
-        self._held: dict[asyncio.Task[None], list[_Reader]] = {}
+        self._held: set[asyncio.Task[None]] = set()
 
     async def read(
         self,
@@ -80,10 +85,23 @@ class SharedFetches:
         isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> BatchesResult:
         """The batches of ``topic``-``partition`` from ``offset`` as :func:`fetch_batches`
-        reads them, waiting up to ``max_wait_ms`` for the first, in a Fetch shared with the
-        other readers of its leader. Errors are those of the partition's answer (retriable
-        ones, such as a leader that moved, for the caller to retry)."""
+        reads them, waiting up to ``max_wait_ms`` for the first in a Fetch shared with the
+        other readers of its leader (with no wait, a Fetch of its own). A wait that ends with
+        nothing returns no batches and the partition's offsets as its last answer gave them
+        (-1 before any). Errors are those of the partition's answer (retriable ones, such as a
+        leader that moved, for the caller to retry)."""
         check_read(offset, max_records, max_bytes, max_wait_ms)
+        if max_wait_ms == 0:
+            return await fetch_batches(
+                self._cluster,
+                topic,
+                partition,
+                offset,
+                max_records=max_records,
+                max_bytes=max_bytes,
+                max_wait_ms=0,
+                isolation=isolation,
+            )
         leader = await partition_leader(self._cluster, topic, partition, refresh=False)
         ask = min(max_bytes, bytes_for(max_records, 0, 0))
         loop = asyncio.get_running_loop()
@@ -92,19 +110,21 @@ class SharedFetches:
             max_records,
             loop.time() + max_wait_ms / 1000,
         )
+        # Each reader's wait ends on its own clock, not by cutting its Fetch short: readers
+        # whose waits end at many moments would otherwise make a Fetch of all the others each.
+        timer = loop.call_at(reader.deadline, reader.time_up)
         self._join((leader.leader, isolation), reader)
         try:
             return await reader.future
         finally:
-            reader.future.cancel()
-            if reader.future.cancelled():  # it stopped waiting: its answer is not wanted
-                self._leave(reader)
+            timer.cancel()
+            reader.future.cancel()  # a reader that stopped waiting: its answer is not wanted
 
     async def close(self) -> None:
         """Stop every held Fetch (their readers are told the client is closing)."""
         for task in list(self._held):
             task.cancel()
-        await asyncio.gather(*list(self._held), return_exceptions=True)
+        await asyncio.gather(*self._held, return_exceptions=True)
         for readers in self._joining.values():
             _fail(readers, PafkaError("the client is closing"))
         self._joining.clear()
@@ -122,21 +142,15 @@ class SharedFetches:
         readers = [r for r in self._joining.pop(key, []) if not r.future.done()]
         if readers:
             task = asyncio.ensure_future(self._fetch(key, readers))
-            self._held[task] = readers
-            task.add_done_callback(self._held.pop)
-            for reader in readers:
-                reader.held_by = task
-
-    def _leave(self, reader: _Reader) -> None:
-        task = reader.held_by
-        if task is not None and all(r.future.done() for r in self._held.get(task, ())):
-            task.cancel()
+            self._held.add(task)
+            task.add_done_callback(self._held.discard)
 
     async def _fetch(self, key: _Key, readers: list[_Reader]) -> None:
         broker, isolation = key
         loop = asyncio.get_running_loop()
-        wait_s = min(r.deadline for r in readers) - loop.time()
-        wait_ms = min(max(math.ceil(wait_s * 1000), 0), MAX_WAIT_MS)
+        # No longer than the last of its readers waits.
+        wait_s = max(r.deadline for r in readers) - loop.time()
+        wait_ms = min(max(math.ceil(wait_s * 1000), 0), MAX_HOLD_MS)
         positions = [r.position for r in readers]
         body = encode_fetch_many(
             positions,
@@ -156,7 +170,6 @@ class SharedFetches:
         except asyncio.CancelledError:
             _fail(readers, PafkaError("the client is closing"))
             raise
-        now = loop.time()
         for reader in readers:
             if reader.future.done():
                 continue
@@ -171,10 +184,10 @@ class SharedFetches:
                 continue
             offset = reader.position.offset
             result = batches_of(answer, offset, reader.max_records, isolation)
-            ended = now >= reader.deadline - DEADLINE_SLACK_S
-            if result.chunks or result.next_offset > offset or ended:
+            if result.chunks or result.next_offset > offset:
                 reader.future.set_result(result)
             else:
+                reader.nothing = result
                 self._join(key, reader)
 
 

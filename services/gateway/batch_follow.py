@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from pafka.client.batch_fetch import BatchesResult, fetch_batches
+from pafka.client.batch_fetch import BatchesResult
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import PafkaError
 from services.gateway.batch_reads import HIGH_WATERMARK, LOG_START_OFFSET, MEDIA_TYPE
@@ -104,25 +105,14 @@ class _Stream:
     async def read(self, position: int, *, wait: bool = True) -> BatchesResult:
         """The batches from ``position``: those there now, or (``wait``) the first to come
         until the idle limit, in a Fetch shared with the other streams of the leader."""
-        max_records = max(1, self.limit - self.passed)
-        if not wait:
-            return await fetch_batches(
-                self.ctx.cluster,
-                self.topic,
-                self.partition,
-                position,
-                max_records=max_records,
-                max_bytes=self.max_bytes,
-                max_wait_ms=0,
-                isolation=self.isolation,
-            )
+        wait_ms = math.ceil((self.idle_until - time.monotonic()) * 1000) if wait else 0
         return await self.ctx.shared_fetches.read(
             self.topic,
             self.partition,
             position,
-            max_records=max_records,
+            max_records=max(1, self.limit - self.passed),
             max_bytes=self.max_bytes,
-            max_wait_ms=max(0, int((self.idle_until - time.monotonic()) * 1000)),
+            max_wait_ms=max(0, wait_ms),
             isolation=self.isolation,
         )
 
