@@ -170,6 +170,9 @@ class SharedFetches:
         except asyncio.CancelledError:
             _fail(readers, PafkaError("the client is closing"))
             raise
+        except Exception as exc:  # a bug: its readers fail with it rather than wait it out
+            _fail(readers, exc)
+            raise
         for reader in readers:
             if reader.future.done():
                 continue
@@ -191,7 +194,7 @@ class SharedFetches:
                 self._join(key, reader)
 
 
-def _fail(readers: list[_Reader], error: PafkaError) -> None:
+def _fail(readers: list[_Reader], error: Exception) -> None:
     for reader in readers:
         if not reader.future.done():
             reader.future.set_exception(error)
