@@ -18,14 +18,12 @@ partitions, as a group would give them) from offset 0, one connection per partit
 join, heartbeat or commit is measured. They ask for the batch format
 (``application/vnd.pafka.batches``, the only one a follow read streams), what a program reading
 REST in bulk uses (the JSON formats are for people and scripts), and decode every record of it
-as whole batches arrive, each batch's CRC checked,
-so each record is checked as the other systems' are, from a decoded value: an answer of more
-than ``SMALL_ANSWER_BYTES`` with the Spark source's column decoder
-(:mod:`pafka.spark.batch_decode`), a smaller one (what a reader keeping up gets, many times a
-second) record by record as the gateway's own JSON reads select them
-(:func:`pafka.client.batch_reading.select_records`), which costs it a third of building Arrow
-columns only to read the values back. Both decoders are run once before a consumer says it is
-ready (:func:`_warm_decoders`), as every system's clients connect before the run.
+as whole batches arrive, each batch's CRC checked, so each record is checked as the other
+systems' are, from a decoded value. The batches are Kafka's own v2 layout, so any Kafka record
+decoder reads them: these consumers use aiokafka's (compiled), as the Kafka-protocol consumers
+decode in librdkafka and the Redis ones in hiredis; a consumer decoding in Python, record by
+record, took a quarter of a core at the paced rate, time the measured servers then waited for
+on a shared machine.
 """
 
 from __future__ import annotations
@@ -38,6 +36,7 @@ from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 import orjson
+from aiokafka.record.memory_records import MemoryRecords
 
 from bench.compare import pafka_kafka
 from bench.compare.client_loop import (
@@ -49,11 +48,8 @@ from bench.compare.client_loop import (
 )
 from bench.compare.driver import ConsumeStats, Endpoint, ProduceStats, Progress, Workload, stamp
 from bench.gateway import HttpClient
-from pafka.client.batch_reading import select_records
-from pafka.client.plain_batch import build_plain_columns
+from pafka.errors import CorruptMessageError
 from pafka.records.batch import HEADER_SIZE, read_header
-from pafka.spark.batch_decode import decode_batches
-from pafka.spark.row_decode import ROW_DECODE_MAX_RECORDS
 
 NAME = "pafka-rest"
 DURABILITY = (
@@ -69,8 +65,6 @@ BATCH_RECORDS = 500
 # small records, and a reader that fell behind could not catch up a fetch at a time.
 READ_BYTES = pafka_kafka.PARTITION_FETCH_BYTES
 READ_WAIT_MS = 500
-# Answers up to this size are decoded record by record (see _values): a few hundred records.
-SMALL_ANSWER_BYTES = 32 * 1024
 IDLE_TIMEOUT_S = pafka_kafka.IDLE_TIMEOUT_S
 T = TypeVar("T")
 
@@ -203,8 +197,7 @@ async def _consume(
     host, port = _gateway(endpoint)
     mine = [p for p in range(workload.partitions) if p % workload.consumers == worker]
     per_partition = count // len(mine)
-    _warm_decoders(workload.message_size_bytes)
-    progress(0)  # range reads need no join: ready once the decoders are
+    progress(0)  # range reads need no join: ready at once
     tally = ConsumeTally(progress, IDLE_TIMEOUT_S)
     drain_at = read_deadline(workload)
 
@@ -234,7 +227,7 @@ async def _consume(
             pending += chunk
             end, next_offset = _whole_batches(pending)
             if end:
-                tally.add(_values(pending[:end], topic, partition, offset, per_partition))
+                tally.add(_values(pending[:end], offset, per_partition))
                 offset, pending = min(next_offset, per_partition), pending[end:]
             tally.raise_if_idle(where, count)
         if pending:
@@ -258,29 +251,18 @@ def _whole_batches(data: bytes) -> tuple[int, int]:
     return end, next_offset
 
 
-def _warm_decoders(value_bytes: int) -> None:
-    """Decode made-up answers once before reading, each way :func:`_values` may: pyarrow's
-    first table loads pandas (a third of a second here, about a second on a busy machine),
-    which would otherwise stall every partition of this process at its first large answer and
-    be measured as the system's latency."""
-    value = stamp(value_bytes)
-    for records in (1, ROW_DECODE_MAX_RECORDS + 1):
-        batch = build_plain_columns(None, [value] * records, int(time.time() * 1000))
-        decoded = decode_batches(
-            batch, topic="warm-up", partition=0, start=0, until=records, include_headers=False
-        )
-        if decoded.num_rows != records or len(_values(batch, "warm-up", 0, 0, records)) != records:
-            raise RuntimeError(f"{NAME}: the decoders read a made-up answer back wrongly")
-
-
-def _values(body: bytes, topic: str, partition: int, start: int, until: int) -> list[Any]:
-    """The values of the records of ``body`` with offsets in ``[start, until)``, every batch's
-    CRC checked: a large answer by the Spark source's column decoder, a small one record by
-    record (building Arrow columns only to read one back would cost it three times more)."""
-    if len(body) > SMALL_ANSWER_BYTES:
-        decoded = decode_batches(
-            body, topic=topic, partition=partition, start=start, until=until, include_headers=False
-        )
-        return decoded.column("value").to_pylist()
-    records, _ = select_records(body, start, max_records=until - start, high_watermark=until)
-    return [r.value for r in records]
+def _values(body: bytes, start: int, until: int) -> list[bytes]:
+    """The values of the records of ``body`` (whole batches) with offsets in ``[start, until)``,
+    every batch's CRC checked; control batches hold none."""
+    values: list[bytes] = []
+    records = MemoryRecords(body)
+    while (batch := records.next_batch()) is not None:
+        if not batch.validate_crc():
+            raise CorruptMessageError(f"the batch at offset {batch.base_offset} fails its CRC")
+        if batch.is_control_batch or batch.next_offset <= start or batch.base_offset >= until:
+            continue
+        if start <= batch.base_offset and batch.next_offset <= until:
+            values += [record.value for record in batch]
+        else:
+            values += [record.value for record in batch if start <= record.offset < until]
+    return values

@@ -1,6 +1,6 @@
-"""The pafka-rest bench consumer's decoding: both ways (record by record for a small answer,
-Spark's column decoder for a large one) give the same values, only those in the range asked,
-and refuse a batch whose CRC does not hold."""
+"""The pafka-rest bench consumer's decoding (aiokafka's record decoder over the batch format):
+the values pafka wrote, only those in the range asked, none of a control batch, and a batch
+whose CRC does not hold refused."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from bench.compare import pafka_rest
 from pafka.errors import CorruptMessageError
 from pafka.records.batch import iter_batches
+from pafka.records.control import build_marker
 from pafka.records.encoding import build_batch
 
 
@@ -32,30 +33,30 @@ def _answer(batches: int, per_batch: int, value_bytes: int) -> tuple[bytes, list
 @pytest.mark.parametrize(("batches", "per_batch", "value_bytes"), [(3, 4, 16), (5, 200, 96)])
 def test_values_in_the_range_asked(batches: int, per_batch: int, value_bytes: int) -> None:
     body, values = _answer(batches, per_batch, value_bytes)
-    small = len(body) <= pafka_rest.SMALL_ANSWER_BYTES
-    assert small == (batches * per_batch < 100)  # each case takes the way it names
-    assert pafka_rest._values(body, "t", 0, 0, len(values)) == values
+    assert pafka_rest._values(body, 0, len(values)) == values
     # A batch may begin before the offset asked for, and reach past the records wanted.
-    assert pafka_rest._values(body, "t", 0, 2, len(values) - 3) == values[2:-3]
+    assert pafka_rest._values(body, 2, len(values) - 3) == values[2:-3]
+    assert pafka_rest._values(body, per_batch, 2 * per_batch) == values[per_batch : 2 * per_batch]
+    assert pafka_rest._values(body, len(values), len(values) + 5) == []
 
 
-def test_both_ways_agree_on_one_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    body, values = _answer(4, 30, 40)
-    by_record = pafka_rest._values(body, "t", 0, 5, 100)
-    monkeypatch.setattr(pafka_rest, "SMALL_ANSWER_BYTES", 0)
-    assert pafka_rest._values(body, "t", 0, 5, 100) == by_record == values[5:100]
+def test_a_control_batch_holds_no_values() -> None:
+    body, values = _answer(1, 3, 16)
+    marker = bytearray(
+        build_marker(
+            producer_id=7, producer_epoch=0, commit=True, coordinator_epoch=0, timestamp_ms=0
+        )
+    )
+    struct.pack_into(">q", marker, 0, 3)  # the base offset, outside the CRC
+    assert pafka_rest._values(body + bytes(marker), 0, 10) == values
 
 
-@pytest.mark.parametrize("small_answer_bytes", [0, 1 << 20])
-def test_a_damaged_batch_is_refused(
-    monkeypatch: pytest.MonkeyPatch, small_answer_bytes: int
-) -> None:
-    monkeypatch.setattr(pafka_rest, "SMALL_ANSWER_BYTES", small_answer_bytes)
+def test_a_damaged_batch_is_refused() -> None:
     body, _ = _answer(2, 5, 16)
     damaged = bytearray(body)
     damaged[-1] ^= 0xFF
     with pytest.raises(CorruptMessageError):
-        pafka_rest._values(bytes(damaged), "t", 0, 0, 10)
+        pafka_rest._values(bytes(damaged), 0, 10)
 
 
 @pytest.mark.parametrize("records", [0, 1, 3, 500])
@@ -68,11 +69,6 @@ def test_a_produce_body_holds_the_records_asked_all_stamped_alike(records: int) 
     if values:
         (sent_ns,) = struct.unpack_from(">q", values[0])
         assert abs(time.time_ns() - sent_ns) < 60 * 10**9
-
-
-def test_the_decoders_are_warmed_by_reading_back_what_they_are_given() -> None:
-    for value_bytes in (8, 100, 4096):
-        pafka_rest._warm_decoders(value_bytes)
 
 
 def test_whole_batches_stop_before_a_batch_still_arriving() -> None:
