@@ -29,7 +29,8 @@ class _NotExact:
 NOT_EXACT: Final = _NotExact()
 
 
-def _long_number(data: bytes) -> bool:
+def has_long_number(data: bytes) -> bool:
+    """Whether ``data`` may hold an integer orjson reads as a float (19 digits in a row)."""
     return len(data) >= len(_DIGIT_RUN) and _DIGIT_RUN in data.translate(_DIGITS_ONLY)
 
 
@@ -41,15 +42,24 @@ def load(data: bytes, *, floats: bool = True) -> Any:
     """What json reads from ``data``, read by orjson; :data:`NOT_EXACT` where that might differ
     (or orjson refuses it: json decides). With ``floats=False`` a document that may hold a
     float is not taken either (a string or an integer always is)."""
-    if _long_number(data):
+    if has_long_number(data):
         return NOT_EXACT
-    try:
-        found = orjson.loads(data)
-    except orjson.JSONDecodeError:
+    found = load_unchecked(data)
+    if found is NOT_EXACT:
         return NOT_EXACT
     if floats or type(found) in _EXACT_TYPES or not _may_hold_float(data):
         return found
     return NOT_EXACT
+
+
+def load_unchecked(data: bytes) -> Any:
+    """What orjson reads from ``data`` (:data:`NOT_EXACT` where it refuses it), not checked for
+    integers beyond 64 bits: json's reading when the result holds no float (such an integer
+    becomes one) or :func:`has_long_number` is false."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return NOT_EXACT
 
 
 def dump_scalar(value: str | int) -> bytes | _NotExact:

@@ -342,7 +342,12 @@ def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> Prod
     columns (:mod:`services.gateway.plain_columns`), one of keys and values of other JSON types
     in one pass (:func:`_plain_records`), any other record field by field
     (:func:`parse_items`), the text naming a record built only for a refusal."""
-    loaded = load_body(body)
+    loaded = exact_json.load_unchecked(body)
+    columns = _plain_columns(loaded, fmt, max_records)
+    if columns is not None:
+        return ProduceBody(None, None, columns)
+    if loaded is exact_json.NOT_EXACT or exact_json.has_long_number(body):
+        loaded = load_json(body)  # as load_body: json decides where orjson may differ
     if not isinstance(loaded, dict) or not isinstance(loaded.get("records"), list):
         raise RestError(INVALID_REQUEST, 'the body must be {"records": [...]}')
     items = loaded["records"]
@@ -352,15 +357,23 @@ def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> Prod
         raise RestError(
             TOO_MANY_RECORDS, f"{len(items)} records in one request; the limit is {max_records}"
         )
-    columns = None
-    if len(items) >= COLUMNS_FROM_RECORDS:
-        columns = read_columns(items, binary=fmt is EmbeddedFormat.BINARY)
-    if columns is not None:
-        return ProduceBody(None, None, columns)
     plain = _plain_records(items, fmt)
     if plain is not None:
         return ProduceBody(plain, [None] * len(plain))
     return parse_items(items, fmt)
+
+
+def _plain_columns(loaded: Any, fmt: EmbeddedFormat, max_records: int) -> PlainColumns | None:
+    """The columns of the common body, records of string keys and values only, as orjson read
+    it. Nothing but those strings is taken from the body, so an integer orjson reads otherwise
+    than json (one beyond 64 bits, read as a float) changes nothing taken, and the search for
+    one (a pass over the whole body) is not needed."""
+    if type(loaded) is not dict:
+        return None
+    items = loaded.get("records")
+    if type(items) is not list or not COLUMNS_FROM_RECORDS <= len(items) <= max_records:
+        return None
+    return read_columns(items, binary=fmt is EmbeddedFormat.BINARY)
 
 
 def parse_items(items: list[Any], fmt: EmbeddedFormat) -> ProduceBody:

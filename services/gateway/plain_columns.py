@@ -30,6 +30,7 @@ _PLAIN_FIELDS = frozenset({"key", "value"})
 _DICTS = {dict}
 _STRINGS = {str}
 _NONES = {type(None)}
+_ONE_FIELD = {1}
 
 
 @dataclass(frozen=True)
@@ -75,18 +76,22 @@ def _stored_strings(texts: list[Any], binary: bool) -> list[bytes] | None:
 def read_columns(items: list[Any], *, binary: bool) -> PlainColumns | None:
     """The columns of ``items`` (a produce body's ``records``) when each holds a string value and
     at most a string key, nothing else; None otherwise."""
-    if set(map(type, items)) != _DICTS or not all(map(_PLAIN_FIELDS.issuperset, items)):
+    if set(map(type, items)) != _DICTS:
         return None
     texts = list(map(dict.get, items, repeat("value")))
     if set(map(type, texts)) != _STRINGS:
         return None
-    key_texts = list(map(dict.get, items, repeat("key")))
-    key_types = set(map(type, key_texts))
     keys = None
-    if key_types != _NONES and (
-        key_types != _STRINGS or (keys := _stored_strings(key_texts, binary)) is None
-    ):
-        return None
+    # Records of one field, that value (a string, found above): the usual body, keyless.
+    if set(map(len, items)) != _ONE_FIELD:
+        if not all(map(_PLAIN_FIELDS.issuperset, items)):
+            return None
+        key_texts = list(map(dict.get, items, repeat("key")))
+        key_types = set(map(type, key_texts))
+        if key_types != _NONES and (
+            key_types != _STRINGS or (keys := _stored_strings(key_texts, binary)) is None
+        ):
+            return None
     values = _stored_strings(texts, binary)
     if values is None:
         return None

@@ -79,6 +79,39 @@ def test_plain_bodies_parse_as_record_by_record(items: list[Any], fmt: EmbeddedF
     assert _outcome(raw, fmt) == _full(raw, fmt)
 
 
+beside_records = st.dictionaries(
+    st.sampled_from(["key_schema_id", "value_schema_id", "n"]),
+    st.none()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.lists(st.integers(-(2**70), 2**70), max_size=2),
+    max_size=2,
+)
+
+
+@given(plain_items, beside_records, st.sampled_from(list(EmbeddedFormat)))
+def test_numbers_beside_the_records_change_nothing(
+    items: list[Any], beside: dict[str, Any], fmt: EmbeddedFormat
+) -> None:
+    # Integers beyond 64 bits (orjson reads them as floats) anywhere but in the records.
+    raw = json.dumps({**beside, "records": items}).encode()
+    assert _outcome(raw, fmt) == _full(raw, fmt)
+
+
+def test_a_long_digit_run_in_a_value_is_kept_as_written() -> None:
+    digits = "1234567890" * 3
+    items = [{"value": digits}] * 10
+    for fmt in EmbeddedFormat:
+        raw = json.dumps({"records": items}).encode()
+        assert _outcome(raw, fmt) == _full(raw, fmt)
+    parsed = parse_produce(
+        json.dumps({"records": items}).encode(), EmbeddedFormat.JSON, max_records=100
+    )
+    assert (
+        parsed.columns is not None and parsed.columns.values == [json.dumps(digits).encode()] * 10
+    )
+
+
 def test_columns_take_only_string_keys_and_values() -> None:
     value = base64.b64encode(b"v").decode()
     assert read_columns([{"value": value}], binary=True) is not None
