@@ -294,13 +294,23 @@ def test_deadlines_follow_the_duration() -> None:
 @given(st.lists(st.integers(0, 2500), max_size=60))
 def test_progress_arrives_in_chunks_and_adds_up(adds: list[int]) -> None:
     calls: list[int] = []
-    chunks = ChunkedProgress(calls.append, chunk_records=1000)
+    chunks = ChunkedProgress(calls.append, chunk_records=1000, interval_s=0.0)
     for n in adds:
         chunks.add(n)
     chunks.flush()
     assert sum(calls) == sum(adds)
     assert all(c >= 1000 for c in calls[:-1])
     assert 0 not in calls
+
+
+def test_progress_is_reported_at_most_once_an_interval() -> None:
+    calls: list[int] = []
+    chunks = ChunkedProgress(calls.append, chunk_records=10, interval_s=3600.0)
+    for _ in range(100):
+        chunks.add(50)
+    assert calls == [50]  # the first chunk; the rest wait out the interval
+    chunks.flush()
+    assert calls == [50, 4950]
 
 
 def test_tally_counts_bytes_and_measures_latency_from_the_stamp() -> None:
