@@ -90,13 +90,15 @@ async def _serve(mode: str, port: int, records: int) -> None:
             await send({"type": "http.response.start", "status": 200, "headers": head})
             await send({"type": "http.response.body", "body": body})
 
-        await start_http(app, HOST, port)
-    else:
-        lines = [b"HTTP/1.1 200 OK"] + [name + b": " + value for name, value in head]
-        answer = b"\r\n".join(lines) + b"\r\n\r\n" + body
-        await asyncio.get_running_loop().create_server(lambda: _Bare(answer), HOST, port)
+        _, serving = await start_http(app, HOST, port)
+        print("serving", flush=True)
+        await serving  # until the process is ended: the task is the server's only owner here
+        return
+    lines = [b"HTTP/1.1 200 OK"] + [name + b": " + value for name, value in head]
+    answer = b"\r\n".join(lines) + b"\r\n\r\n" + body
+    server = await asyncio.get_running_loop().create_server(lambda: _Bare(answer), HOST, port)
     print("serving", flush=True)
-    await asyncio.Event().wait()
+    await server.serve_forever()
 
 
 # -- the load ------------------------------------------------------------------------------------
