@@ -8,11 +8,14 @@ Fetches:
 
 * readers that start waiting in the same turn of the event loop go in one Fetch, each
   partition with its own offset and byte limit;
-* its answer wakes the readers whose partitions brought batches, skipped offsets or an error;
-  the others go on waiting in the leader's next Fetch, sent in the
-  following turn with the woken readers that ask again by then (a woken follow read writes
-  what it got and asks again without waiting, so the readers of a busy leader keep sharing one
-  Fetch);
+* its answer wakes the readers whose partitions brought batches, skipped offsets or an error,
+  and the leader's next Fetch goes out at once, before the woken readers have written what
+  they got: the others go on waiting in it, and each woken reader's partition is fetched
+  ahead in it from where that reader got to (as a Kafka consumer fetches while its
+  application works). A reader coming back for that offset takes the Fetch made ahead for it,
+  held at the broker already or answered already, so batches appended while it wrote are not
+  left waiting for the next Fetch to go out; a reader that does not come back within
+  :data:`MAX_HOLD_MS` of its answer leaves the part fetched for it unread;
 * a reader that starts waiting while a Fetch of its leader is held is not added to it (the
   broker may hold it up to :data:`MAX_HOLD_MS`) but goes in a new one: its batches come no
   later than with a Fetch of its own.
@@ -35,6 +38,7 @@ from pafka.client.fetcher import bytes_for, partition_leader, raise_for_partitio
 from pafka.client.isolation import IsolationLevel
 from pafka.errors import NotLeaderOrFollowerError, PafkaError, for_code
 from pafka.protocol import fetch_answer
+from pafka.protocol.fetch_answer import PartitionAnswer
 from pafka.protocol.fetch_request import FetchPosition, encode_fetch_many
 
 # A held Fetch is answered after this at the latest (Kafka's fetch.max.wait.ms default), and
@@ -45,6 +49,7 @@ MAX_HOLD_MS = 500
 MAX_FETCH_BYTES = 50 * 1024 * 1024
 
 _Key = tuple[int, IsolationLevel]  # (leader, isolation level)
+_Slot = tuple[_Key, str, int]  # a partition fetched ahead: (leader key, topic, partition)
 
 
 @dataclass(eq=False)
@@ -58,6 +63,10 @@ class _Reader:
     # What the reader has when its wait ends with nothing: the partition's offsets as the
     # last answer gave them (none yet: -1).
     nothing: BatchesResult | None = None
+    # Fetched ahead for a reader expected back: no one waits on it until a reader claims it,
+    # and its partition's answer is kept for that reader (``answer``).
+    ahead: bool = False
+    answer: PartitionAnswer | None = None
 
     def time_up(self) -> None:
         if not self.future.done():
@@ -72,6 +81,7 @@ class SharedFetches:
         self._cluster = cluster
         self._joining: dict[_Key, list[_Reader]] = {}
         self._held: set[asyncio.Task[None]] = set()
+        self._ahead: dict[_Slot, _Reader] = {}
 
     async def read(
         self,
@@ -103,17 +113,20 @@ class SharedFetches:
                 isolation=isolation,
             )
         leader = await partition_leader(self._cluster, topic, partition, refresh=False)
-        ask = min(max_bytes, bytes_for(max_records, 0, 0))
+        key = (leader.leader, isolation)
         loop = asyncio.get_running_loop()
-        reader = _Reader(
-            FetchPosition(topic, partition, offset, leader.leader_epoch, ask),
-            max_records,
-            loop.time() + max_wait_ms / 1000,
-        )
+        ask = min(max_bytes, bytes_for(max_records, 0, 0))
+        position = FetchPosition(topic, partition, offset, leader.leader_epoch, ask)
+        deadline = loop.time() + max_wait_ms / 1000
+        reader = self._claim((key, topic, partition), position, max_records, deadline)
+        if reader is None:
+            reader = _Reader(position, max_records, deadline)
+            self._join(key, reader)
+        elif reader.future.done():  # answered ahead with its batches (or its error)
+            return reader.future.result()
         # Each reader's wait ends on its own clock, not by cutting its Fetch short: readers
         # whose waits end at many moments would otherwise make a Fetch of all the others each.
         timer = loop.call_at(reader.deadline, reader.time_up)
-        self._join((leader.leader, isolation), reader)
         try:
             return await reader.future
         finally:
@@ -125,21 +138,48 @@ class SharedFetches:
         for task in list(self._held):
             task.cancel()
         await asyncio.gather(*self._held, return_exceptions=True)
-        for readers in self._joining.values():
-            _fail(readers, PafkaError("the client is closing"))
+        for key, readers in self._joining.items():
+            self._fail(key, readers, PafkaError("the client is closing"))
         self._joining.clear()
+        for ahead in self._ahead.values():
+            ahead.future.cancel()
+        self._ahead.clear()
+
+    def _claim(
+        self, slot: _Slot, position: FetchPosition, max_records: int, deadline: float
+    ) -> _Reader | None:
+        """The reader fetched ahead for this read, if one was (and then no longer ahead):
+        still held, or done with its answer's result, or joining the next Fetch when that
+        answer had nothing for it. None when the read is to join a Fetch as any reader does."""
+        ahead = self._ahead.get(slot)
+        if ahead is None or ahead.position != position:
+            return None  # none, or made for another reader of the partition (left to it)
+        del self._ahead[slot]
+        ahead.ahead, ahead.max_records, ahead.deadline = False, max_records, deadline
+        answer = ahead.answer
+        if answer is not None:  # answered before the reader came back
+            key = slot[0]
+            ahead.answer = None
+            if self._wake(ahead, answer, key[1]):
+                for further in self._ahead_of(key, ahead):
+                    self._join(key, further)  # with the others claiming in this turn
+            else:
+                self._join(key, ahead)
+        return ahead
 
     def _join(self, key: _Key, reader: _Reader) -> None:
         joining = self._joining.get(key)
         if joining is None:
             joining = self._joining[key] = []
-            # Two turns on: a woken reader comes back in the turn after its wake-up.
+            # Two turns on: readers that start waiting together share the Fetch.
             loop = asyncio.get_running_loop()
             loop.call_soon(loop.call_soon, self._send, key)
         joining.append(reader)
 
     def _send(self, key: _Key) -> None:
-        readers = [r for r in self._joining.pop(key, []) if not r.future.done()]
+        self._start(key, [r for r in self._joining.pop(key, []) if not r.future.done()])
+
+    def _start(self, key: _Key, readers: list[_Reader]) -> None:
         if readers:
             task = asyncio.ensure_future(self._fetch(key, readers))
             self._held.add(task)
@@ -165,36 +205,89 @@ class SharedFetches:
                 raise for_code(code)
             answers = fetch_answer.all_partitions(frame)
         except PafkaError as exc:
-            _fail(readers, exc)
+            self._fail(key, readers, exc)
             return
         except asyncio.CancelledError:
-            _fail(readers, PafkaError("the client is closing"))
+            self._fail(key, readers, PafkaError("the client is closing"))
             raise
         except Exception as exc:  # a bug: its readers fail with it rather than wait it out
-            _fail(readers, exc)
+            self._fail(key, readers, exc)
             raise
+        waiting: list[_Reader] = []
         for reader in readers:
             if reader.future.done():
-                continue
+                continue  # its wait ended, or (ahead) it was dropped
             topic, partition = reader.position.topic, reader.position.partition
             answer = answers.get((topic, partition))
-            try:
-                if answer is None:
-                    raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the answer")
-                raise_for_partition(answer.error_code, topic, partition)
-            except PafkaError as exc:
-                reader.future.set_exception(exc)
-                continue
-            offset = reader.position.offset
-            result = batches_of(answer, offset, reader.max_records, isolation)
-            if result.chunks or result.next_offset > offset:
-                reader.future.set_result(result)
+            if reader.ahead:
+                self._keep((key, topic, partition), reader, answer)
+            elif self._wake(reader, answer, isolation):
+                waiting.extend(self._ahead_of(key, reader))
             else:
-                reader.nothing = result
-                self._join(key, reader)
+                waiting.append(reader)
+        # At once: the readers woken come back to a Fetch held already.
+        self._start(key, waiting)
 
+    @staticmethod
+    def _wake(reader: _Reader, answer: PartitionAnswer | None, isolation: IsolationLevel) -> bool:
+        """Whether ``answer`` ends the reader's wait (batches, skipped offsets or an error);
+        if not, it is kept as the reader's ``nothing``."""
+        topic, partition, offset = reader.position[:3]
+        try:
+            if answer is None:
+                raise NotLeaderOrFollowerError(f"{topic}-{partition} missing from the answer")
+            raise_for_partition(answer.error_code, topic, partition)
+        except PafkaError as exc:
+            reader.future.set_exception(exc)
+            return True
+        result = batches_of(answer, offset, reader.max_records, isolation)
+        if result.chunks or result.next_offset > offset:
+            reader.future.set_result(result)
+            return True
+        reader.nothing = result
+        return False
 
-def _fail(readers: list[_Reader], error: Exception) -> None:
-    for reader in readers:
-        if not reader.future.done():
-            reader.future.set_exception(error)
+    def _ahead_of(self, key: _Key, woken: _Reader) -> list[_Reader]:
+        """The reader to fetch ahead for ``woken``'s partition from where its answer ends
+        (none when that answer ends its read, or the partition is fetched ahead already)."""
+        if woken.future.exception() is not None:
+            return []
+        result, position = woken.future.result(), woken.position
+        slot = (key, position.topic, position.partition)
+        passed = result.next_offset - position.offset
+        if passed >= woken.max_records or slot in self._ahead:
+            return []
+        deadline = asyncio.get_running_loop().time() + MAX_HOLD_MS / 1000
+        left = woken.max_records - passed
+        # Asking what the reader will ask for from there (bytes for fewer records, at most).
+        ask = min(position.max_bytes, bytes_for(left, 0, 0))
+        ahead = _Reader(
+            position._replace(offset=result.next_offset, max_bytes=ask), left, deadline, ahead=True
+        )
+        self._ahead[slot] = ahead
+        return [ahead]
+
+    def _keep(self, slot: _Slot, ahead: _Reader, answer: PartitionAnswer | None) -> None:
+        """Keep the answer of a partition fetched ahead until its reader comes back for it,
+        for :data:`MAX_HOLD_MS` at most (one missing from the Fetch's answer is not kept: the
+        reader finds out in a Fetch of its own)."""
+        if answer is None:
+            self._drop(slot, ahead)
+            return
+        ahead.answer = answer
+        loop = asyncio.get_running_loop()
+        loop.call_later(MAX_HOLD_MS / 1000, self._drop, slot, ahead)
+
+    def _drop(self, slot: _Slot, ahead: _Reader) -> None:
+        if self._ahead.get(slot) is ahead:
+            del self._ahead[slot]
+            ahead.future.cancel()
+
+    def _fail(self, key: _Key, readers: list[_Reader], error: BaseException) -> None:
+        """End the readers' waits with ``error``; the ones fetched ahead are dropped (their
+        readers will meet the error in a Fetch of their own, if it lasts)."""
+        for reader in readers:
+            if reader.ahead:
+                self._drop((key, reader.position.topic, reader.position.partition), reader)
+            elif not reader.future.done():
+                reader.future.set_exception(error)

@@ -1,7 +1,8 @@
 """Held Fetches shared by the readers of one leader (:mod:`pafka.client.shared_fetches`),
 against real brokers: readers waiting together go in one Fetch per leader, each gets its own
-partition's batches as they come, a reader joining later is not held behind a held Fetch, and
-each wait, error and close ends its readers as a Fetch of their own would."""
+partition's batches as they come, a reader joining later is not held behind a held Fetch, a
+reader coming back finds its partition fetched ahead, and each wait, error and close ends its
+readers as a Fetch of their own would."""
 
 from __future__ import annotations
 
@@ -98,10 +99,9 @@ def test_readers_waiting_together_share_a_fetch_and_each_gets_its_own_batches(
         await asyncio.sleep(SETTLE_S)
         others = [p for p in range(PARTITIONS) if p != 2]
         assert not any(readers[p].done() for p in others)
-        # The others of partition 2's leader went on in one new Fetch.
-        assert sent[0] == len(set(led_by.values())) + (
-            1 if any(led_by[p] == led_by[2] for p in others) else 0
-        )
+        # The others of partition 2's leader went on in one new Fetch, with partition 2
+        # fetched ahead in it from offset 1.
+        assert sent[0] == len(set(led_by.values())) + 1
 
         for p in others:
             await producer.send_columns(topic, p, None, [b"v%d" % p])
@@ -185,6 +185,84 @@ def test_a_wait_ends_with_nothing_and_errors_are_the_partitions(
             await shared.read(topic, PARTITIONS, 0, max_records=1, max_bytes=1, max_wait_ms=0)
         with pytest.raises(ValueError):
             await shared.read(topic, 0, -1, max_records=1, max_bytes=1, max_wait_ms=0)
+        await shared.close()
+
+    run(cluster, scenario, monkeypatch)
+
+
+def test_a_reader_coming_back_takes_the_fetch_made_ahead_for_it(
+    cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = new_topic(cluster)
+
+    async def scenario(client: ClusterClient, sent: list[int]) -> None:
+        shared, producer = SharedFetches(client), Producer(client, linger_ms=0)
+
+        async def read(offset: int) -> BatchesResult:
+            return await asyncio.wait_for(
+                shared.read(
+                    topic, 0, offset, max_records=100, max_bytes=1 << 20, max_wait_ms=HELD_MS
+                ),
+                HELD_MS / 1000,
+            )
+
+        first = asyncio.ensure_future(read(0))
+        await asyncio.sleep(SETTLE_S)
+        await producer.send_columns(topic, 0, None, [b"a"])
+        assert values(await first) == [b"a"]
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == 2  # the first, and offset 1 fetched ahead at once
+
+        # Appended before the reader comes back: the Fetch held ahead brought it already.
+        await producer.send_columns(topic, 0, None, [b"b"])
+        await asyncio.sleep(SETTLE_S)
+        second = await read(1)
+        assert values(second) == [b"b"] and second.next_offset == 2
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == 3  # offset 2 fetched ahead as the reader took offset 1's answer
+
+        # Coming back before anything is appended: it waits in the Fetch held ahead.
+        third = asyncio.ensure_future(read(2))
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == 3 and not third.done()
+        await producer.send_columns(topic, 0, None, [b"c"])
+        assert values(await third) == [b"c"]
+
+        # A read from elsewhere does not take what was fetched ahead from offset 3.
+        again = await read(0)
+        assert values(again) == [b"a", b"b", b"c"]
+        await producer.close()
+        await shared.close()
+
+    run(cluster, scenario, monkeypatch)
+
+
+def test_what_was_fetched_ahead_for_a_reader_that_stays_away_is_dropped(
+    cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = new_topic(cluster)
+
+    async def scenario(client: ClusterClient, sent: list[int]) -> None:
+        monkeypatch.setattr(shared_fetches, "MAX_HOLD_MS", 200)
+        shared, producer = SharedFetches(client), Producer(client, linger_ms=0)
+        await producer.send_columns(topic, 0, None, [b"a"])
+        # Its answer ends its read: nothing is fetched ahead for it.
+        done = await shared.read(topic, 0, 0, max_records=1, max_bytes=1 << 20, max_wait_ms=5000)
+        assert values(done) == [b"a"]
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == 1
+
+        first = await shared.read(topic, 0, 0, max_records=10, max_bytes=1 << 20, max_wait_ms=5000)
+        assert values(first) == [b"a"]
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == 3  # offset 1 fetched ahead
+        await producer.send_columns(topic, 0, None, [b"b"])
+        await asyncio.sleep(SETTLE_S * 2)  # answered ahead, kept 200 ms, dropped
+        late = await shared.read(topic, 0, 1, max_records=1, max_bytes=1 << 20, max_wait_ms=5000)
+        assert values(late) == [b"b"]
+        await asyncio.sleep(SETTLE_S)
+        assert sent[0] == 4  # read in a Fetch of its own: the answer kept was dropped
+        await producer.close()
         await shared.close()
 
     run(cluster, scenario, monkeypatch)
