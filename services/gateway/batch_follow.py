@@ -3,8 +3,9 @@
 ``GET /topics/{t}/partitions/{p}/records?offset=N&follow=true`` with ``Accept:
 application/vnd.pafka.batches`` answers as the one-shot batch read does (same parameters,
 guard and errors before anything is sent), but does not end with the first answer: the
-response stays open and each record batch is written to it as it becomes readable, chunked, in
-offset order, the same bytes a one-shot read would return. A reader keeping up with a busy
+response stays open and the record batches are written to it as they become readable, chunked
+(the batches of one Fetch answer joined), in offset order, the same bytes a one-shot read
+would return. A reader keeping up with a busy
 partition then pays no request per answer, and gets each batch one broker Fetch after it was
 appended instead of a whole request round trip later.
 
@@ -31,7 +32,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -49,6 +50,8 @@ log = logging.getLogger(__name__)
 RETRY_BACKOFF_S = 0.1
 # Offsets a stream may pass when the client set no max_records: without end.
 UNBOUNDED = 2**63 - 1
+# An answer's batches go out joined in body chunks of at most this (a larger batch alone).
+PIECE_BYTES = 256 * 1024
 
 
 async def follow_batches(
@@ -162,8 +165,8 @@ class FollowResponse(Response):
     async def _write(self, send: Send) -> None:
         stream, position, result = self.stream, self.offset, self.first
         while True:
-            for chunk in result.chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            for piece in _pieces(result.chunks):
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
             stream.took(position, result)
             position = max(position, result.next_offset)
             if stream.over:
@@ -177,6 +180,26 @@ class FollowResponse(Response):
                 stream.ctx.cluster.forget(stream.topic)
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 result = BatchesResult([], 0, 0, 0, position)
+
+
+def _pieces(chunks: list[memoryview]) -> Iterator[bytes | memoryview]:
+    """An answer's batches joined into body chunks of up to :data:`PIECE_BYTES`: written one
+    by one, each batch (a Produce's worth of a partition, often a few kilobytes) would cost a
+    socket write and a wake-up of the reader."""
+    piece: list[memoryview] = []
+    size = 0
+    for chunk in chunks:
+        if piece and size + len(chunk) > PIECE_BYTES:
+            yield _joined(piece)
+            piece, size = [], 0
+        piece.append(chunk)
+        size += len(chunk)
+    if piece:
+        yield _joined(piece)
+
+
+def _joined(piece: list[memoryview]) -> bytes | memoryview:
+    return piece[0] if len(piece) == 1 else b"".join(piece)
 
 
 async def _client_leaves(receive: Receive) -> None:
