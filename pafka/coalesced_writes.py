@@ -42,6 +42,12 @@ class CoalescingTransport:
             return
         self._transport.write(data)
 
+    def write_now(self, data: bytes) -> None:
+        """Written at once, after anything held: a whole answer has nothing to wait for."""
+        self.flush()
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
     def writelines(self, chunks: Any) -> None:
         self.write(b"".join(chunks))
 

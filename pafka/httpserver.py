@@ -4,26 +4,38 @@ uvicorn's ``Server.serve`` installs its own SIGTERM/SIGINT handlers; the service
 signal handling (a broker's shutdown order matters), so the embedded server does not. HTTP is
 parsed by httptools (C), a small answer is written to its socket in one write (see
 :mod:`pafka.coalesced_writes`), a request the parser refuses is answered with an error body
-(:mod:`pafka.http_refusals`); no access log is written.
+(:mod:`pafka.http_refusals`); no access log is written. A service may name requests to be
+served whole (:mod:`pafka.whole_requests`: its busiest small POSTs, read whole and answered in
+one write).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 from collections.abc import Generator
 from typing import Any
 
 import uvicorn
 
-from pafka.coalesced_writes import CoalescingHttpToolsProtocol
+from pafka.coalesced_writes import CoalescingHttpToolsProtocol, CoalescingTransport
 from pafka.http_refusals import RefusalAnsweringProtocol
 from pafka.security.tls import ReloadingContext
+from pafka.whole_requests import WholeRequestsProtocol, WholeRoute
 
 
 class ServiceHttpProtocol(RefusalAnsweringProtocol, CoalescingHttpToolsProtocol):
     """Coalesced answer writes, and parse refusals answered with an error body."""
+
+
+class WholeServiceHttpProtocol(WholeRequestsProtocol, ServiceHttpProtocol):
+    """:class:`ServiceHttpProtocol` serving the requests a whole route names whole."""
+
+    def write_answer(self, data: bytes) -> None:
+        transport: CoalescingTransport = self.transport  # type: ignore[assignment]
+        transport.write_now(data)
 
 
 class EmbeddedServer(uvicorn.Server):
@@ -40,17 +52,22 @@ async def start_http(
     tls: ReloadingContext | None = None,
     reuse_port: bool = False,
     idle_timeout_ms: int = 5000,
+    whole_route: WholeRoute | None = None,
 ) -> tuple[EmbeddedServer, asyncio.Task[None]]:
     """Start serving and return once the port is bound; a port that cannot be bound raises
     OSError here. With ``tls`` the port serves HTTPS from its (reloading) context. With
     ``reuse_port`` several processes each bind the port (SO_REUSEPORT) and the kernel spreads
     new connections over them. A keep-alive connection idle for ``idle_timeout_ms`` is
-    closed (uvicorn's ``timeout_keep_alive``, whose own default is 5 s)."""
+    closed (uvicorn's ``timeout_keep_alive``, whose own default is 5 s). The requests
+    ``whole_route`` names are served whole (:mod:`pafka.whole_requests`)."""
+    protocol: Any = ServiceHttpProtocol
+    if whole_route is not None:
+        protocol = functools.partial(WholeServiceHttpProtocol, whole_route=whole_route)
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=ServiceHttpProtocol,
+        http=protocol,
         log_level="warning",
         access_log=False,
         lifespan="off",

@@ -43,7 +43,7 @@ class GatewayApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> FastAPI:
+def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> GatewayApp:
     """The app; with ``ctx`` (already open, closed by the caller) the lifespan opens nothing."""
     metrics = GatewayMetrics()
 

@@ -9,7 +9,9 @@ mapping, its bug handler and its metrics, so what a client observes is the same.
 (a parameter FastAPI would refuse, a method or path it routes elsewhere, an app not yet opened)
 goes through FastAPI unchanged, so validation messages stay FastAPI's own.
 
-The routes stay declared on the app, so /docs and the OpenAPI document are unchanged.
+The routes stay declared on the app, so /docs and the OpenAPI document are unchanged. The
+produce routes are also named to the HTTP server as served whole (:meth:`HotPath.whole_route`),
+which then skips its own per-request machinery for them too.
 """
 
 from __future__ import annotations
@@ -182,6 +184,13 @@ class HotPath:
         scope["route"] = route
         scope["path_params"] = path_params
         return True
+
+    def whole_route(self, scope: Scope) -> ASGIApp | None:
+        """:attr:`serve` for the produce routes, which the HTTP server may serve whole
+        (:mod:`pafka.whole_requests`: each answer is one body); None for anything else."""
+        if scope["method"] == "POST" and self.wants(scope):
+            return self.serve
+        return None
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)

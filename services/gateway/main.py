@@ -50,6 +50,7 @@ async def run(
             tls=tls,
             reuse_port=reuse_port,
             idle_timeout_ms=settings.idle_timeout_ms,
+            whole_route=None if app.hot is None else app.hot.whole_route,
         )
         if tls is not None:
             reloader = asyncio.create_task(reload_forever(tls, settings.https_reload_interval_ms))

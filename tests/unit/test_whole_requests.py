@@ -1,0 +1,254 @@
+"""Requests served whole (:mod:`pafka.whole_requests`), on real sockets against the embedded
+server: the same answers as uvicorn's own way, in order on a pipelined connection, closed when
+the client or the server asks, uvicorn's way for every request that is not plainly whole, and a
+failing app answered as uvicorn answers it."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from pafka import whole_requests
+from pafka.httpserver import start_http
+from pafka.local.ports import free_port
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+async def echo(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+    """Answers the body it was sent, upper-cased, with the path in a header."""
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            break
+    if scope["path"] == "/fail":
+        raise RuntimeError("the app failed")
+    if scope["path"] == "/silent":
+        return
+    answer = body.upper()
+    headers = [(b"content-type", b"text/plain"), (b"x-path", scope["path"].encode())]
+    headers.append((b"content-length", str(len(answer)).encode()))
+    await send({"type": "http.response.start", "status": 201, "headers": headers})
+    await send({"type": "http.response.body", "body": answer[:2], "more_body": True})
+    await send({"type": "http.response.body", "body": answer[2:]})
+
+
+class Served:
+    def __init__(self) -> None:
+        self.whole: list[str] = []  # paths served whole, in order
+
+    def route(self, scope: dict[str, Any]) -> Any:
+        if scope["path"].startswith("/whole") or scope["path"] in ("/fail", "/silent"):
+            self.whole.append(scope["path"])
+            return echo
+        return None
+
+
+@asynccontextmanager
+async def serving() -> AsyncIterator[tuple[int, Served]]:
+    served = Served()
+    port = free_port()
+    server, task = await start_http(echo, "127.0.0.1", port, whole_route=served.route)
+    try:
+        yield port, served
+    finally:
+        server.should_exit = True
+        await task
+
+
+def post(path: str, body: bytes, *extra: str, version: str = "1.1") -> bytes:
+    head = [f"POST {path} HTTP/{version}", "Host: test", f"Content-Length: {len(body)}", *extra]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def without_date(answer: bytes) -> bytes:
+    return re.sub(rb"date: [^\r]*\r\n", b"", answer)
+
+
+def answers(stream: bytes) -> list[tuple[bytes, bytes]]:
+    """Each whole answer in ``stream`` as (head, body), interim 100 Continue answers left out."""
+    found = []
+    while b"\r\n\r\n" in stream:
+        head, rest = stream.split(b"\r\n\r\n", 1)
+        if head.startswith(b"HTTP/1.1 100 "):
+            stream = rest
+            continue
+        length = int(re.search(rb"content-length: (\d+)", head).group(1))  # type: ignore[union-attr]
+        if len(rest) < length:
+            break  # not all here yet
+        found.append((head, rest[:length]))
+        stream = rest[length:]
+    return found
+
+
+async def exchange(port: int, data: bytes) -> list[tuple[bytes, bytes]]:
+    """The answers to ``data`` until the server closes the connection or has answered each
+    request it holds."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    wanted = data.count(b" HTTP/1.")
+    stream = b""
+    try:
+        while len(answers(stream)) < wanted:
+            chunk = await asyncio.wait_for(reader.read(65536), 5)
+            if not chunk:
+                break
+            stream += chunk
+        return answers(stream)
+    finally:
+        writer.close()
+
+
+async def closed_after(port: int, data: bytes) -> bytes:
+    """Everything the server writes until it closes the connection."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    try:
+        return await asyncio.wait_for(reader.read(), 5)
+    finally:
+        writer.close()
+
+
+def test_an_answer_served_whole_is_the_answer_uvicorn_gives() -> None:
+    async def scenario() -> None:
+        async with serving() as (port, served):
+            [(head, body)] = await exchange(port, post("/whole", b"hello"))
+            [(other_head, other_body)] = await exchange(port, post("/other", b"hello"))
+            assert served.whole == ["/whole"]
+            assert head.startswith(b"HTTP/1.1 201 Created\r\n") and body == b"HELLO"
+            assert b"x-path: /whole\r\n" in head and b"server: uvicorn\r\n" in head
+            assert without_date(head).replace(b"/whole", b"/other") == without_date(other_head)
+            assert other_body == body
+
+    asyncio.run(scenario())
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    async def scenario() -> None:
+        async with serving() as (port, served):
+            requests = [
+                post("/whole-1", b"aa"),
+                post("/other", b"bb"),
+                post("/whole-2", b"cc"),
+                post("/whole-3", b"dd", "Connection: close"),
+            ]
+            stream = await closed_after(port, b"".join(requests))
+            found = [(re.search(rb"x-path: (\S*)", h).group(1), b) for h, b in answers(stream)]  # type: ignore[union-attr]
+            assert found == [
+                (b"/whole-1", b"AA"),
+                (b"/other", b"BB"),
+                (b"/whole-2", b"CC"),
+                (b"/whole-3", b"DD"),
+            ]
+            assert stream.endswith(b"connection: close\r\n\r\nDD")
+            # The first is served whole; the others arrived while one was being answered.
+            assert served.whole[0] == "/whole-1"
+
+    asyncio.run(scenario())
+
+
+def test_close_and_http_1_0_end_the_connection_after_the_answer() -> None:
+    async def scenario() -> None:
+        async with serving() as (port, served):
+            closed = await closed_after(port, post("/whole", b"x", "Connection: close"))
+            old = await closed_after(port, post("/whole", b"y", version="1.0"))
+            assert closed.endswith(b"connection: close\r\n\r\nX")
+            assert old.endswith(b"connection: close\r\n\r\nY")
+            assert served.whole == ["/whole", "/whole"]
+
+    asyncio.run(scenario())
+
+
+CHUNKED = b"POST /whole HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "body"),
+    [
+        (CHUNKED + b"2\r\nhi\r\n0\r\n\r\n", b"HI"),
+        (post("/whole", b"hi", "Expect: 100-continue"), b"HI"),
+        (post("/whole", b"hi", "X-Forwarded-For: 10.0.0.1"), b"HI"),
+        (post("/whole", b"h" * (whole_requests.MAX_BODY_BYTES + 1)), b"H" * (1 << 20 | 1)),
+        (b"PUT /whole HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi", b"HI"),
+    ],
+    ids=["chunked", "expect-continue", "forwarded", "over-the-limit", "not-a-post"],
+)
+def test_requests_not_plainly_whole_go_uvicorns_way(request_bytes: bytes, body: bytes) -> None:
+    async def scenario() -> None:
+        async with serving() as (port, served):
+            [(head, answered)] = await exchange(port, request_bytes)
+            assert head.startswith(b"HTTP/1.1 201") and b"x-path: /whole" in head
+            assert answered == body
+            assert served.whole == []
+
+    asyncio.run(scenario())
+
+
+def test_a_failing_app_is_answered_500_and_the_connection_closed() -> None:
+    async def scenario() -> None:
+        async with serving() as (port, served):
+            for path in ("/fail", "/silent"):
+                answer = await closed_after(port, post(path, b"x"))
+                assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+                assert answer.endswith(b"connection: close\r\n\r\nInternal Server Error")
+            assert served.whole == ["/fail", "/silent"]
+            # The server goes on serving.
+            [(_, body)] = await exchange(port, post("/whole", b"ok"))
+            assert body == b"OK"
+
+    asyncio.run(scenario())
+
+
+def test_a_client_leaving_before_its_answer_leaves_the_server_serving() -> None:
+    async def scenario() -> None:
+        async with serving() as (port, served):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(post("/whole", b"abc")[:-1])  # the body one byte short
+            await writer.drain()
+            writer.close()
+            await asyncio.sleep(0.1)
+            assert served.whole == ["/whole"]
+            [(_, body)] = await exchange(port, post("/whole", b"ok"))
+            assert body == b"OK"
+
+    asyncio.run(scenario())
+
+
+def test_a_shutdown_lets_a_whole_request_finish_and_closes_its_connection() -> None:
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def slow(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+            await receive()
+            await release.wait()
+            headers = [(b"content-length", b"4")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b"done"})
+
+        port = free_port()
+        server, task = await start_http(slow, "127.0.0.1", port, whole_route=lambda _: slow)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(post("/whole", b"x"))
+        await writer.drain()
+        await asyncio.sleep(0.1)
+        server.should_exit = True
+        await asyncio.sleep(0.3)  # shutting down, waiting for the request being served
+        assert not task.done()
+        release.set()
+        answer = await asyncio.wait_for(reader.read(), 5)
+        writer.close()
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert answer.endswith(b"connection: close\r\n\r\ndone")
+        await asyncio.wait_for(task, 5)
+
+    asyncio.run(scenario())
