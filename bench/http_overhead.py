@@ -2,20 +2,22 @@
 
     python -m bench.http_overhead [--rate 2500] [--seconds 5] [--records 94] [--connections 8]
 
-Two servers answer the same POST (a produce body of ``--records`` base64 records of 100 bytes)
-with the same bytes (a REST Proxy produce answer, one offset per record), one after the other,
-each in a process of its own:
+Three servers answer the same POST (a produce body of ``--records`` base64 records of 100
+bytes) with the same bytes (a REST Proxy produce answer, one offset per record), one after the
+other, each in a process of its own:
 
 * ``service``: a trivial ASGI app served by :func:`pafka.httpserver.start_http`, the gateway's
   uvicorn server with its coalesced writes and parse refusals: every cost of a request but the
   gateway's own work on it;
+* ``whole``: the same app and server with the request named to be served whole
+  (:mod:`pafka.whole_requests`), as the gateway names its produce routes;
 * ``bare``: an asyncio protocol feeding httptools and writing the answer itself: the floor of
   reading and answering a request on this machine.
 
 The load is paced as the comparison's paced producers send (``--rate`` requests a second over
 ``--connections`` keep-alive connections, :class:`bench.gateway.HttpClient`), and each server's
-CPU per request is printed with the ratio: what a leaner HTTP path for the gateway's produce
-routes could save at most.
+CPU per request is printed with its ratio to the bare one's: what serving whole saves, and what
+a leaner path still could at most.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import psutil
 from bench.gateway import HttpClient
 from pafka.eventloop import use_uvloop
 
-MODES = ("service", "bare")
+MODES = ("service", "whole", "bare")
 HOST = "127.0.0.1"
 TICK_S = 0.001
 
@@ -79,7 +81,7 @@ async def _serve(mode: str, port: int, records: int) -> None:
     body = answer_body(records)
     head = [(b"content-type", b"application/vnd.kafka.v2+json")]
     head.append((b"content-length", str(len(body)).encode()))
-    if mode == "service":
+    if mode in ("service", "whole"):
         from pafka.httpserver import start_http
 
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -90,7 +92,8 @@ async def _serve(mode: str, port: int, records: int) -> None:
             await send({"type": "http.response.start", "status": 200, "headers": head})
             await send({"type": "http.response.body", "body": body})
 
-        _, serving = await start_http(app, HOST, port)
+        whole = (lambda scope: app) if mode == "whole" else None
+        _, serving = await start_http(app, HOST, port, whole_route=whole)
         print("serving", flush=True)
         await serving  # until the process is ended: the task is the server's only owner here
         return
@@ -206,8 +209,9 @@ def main(argv: list[str] | None = None) -> dict[str, Measured]:
             f"{mode:8} {measured.cpu_us_per_request:7.1f} us of server CPU per request "
             f"({measured.requests} requests)"
         )
-    ratio = found["service"].cpu_us_per_request / max(found["bare"].cpu_us_per_request, 1e-9)
-    print(f"service / bare: {ratio:.2f}x")
+    floor = max(found["bare"].cpu_us_per_request, 1e-9)
+    for mode in ("service", "whole"):
+        print(f"{mode} / bare: {found[mode].cpu_us_per_request / floor:.2f}x")
     return found
 
 

@@ -1,4 +1,4 @@
-"""``python -m bench.http_overhead``: both servers answer every paced request with the same bytes,
+"""``python -m bench.http_overhead``: each server answers every paced request with the same bytes,
 and each one's CPU per request is measured."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ def test_the_bodies_hold_the_records_asked() -> None:
     assert len(orjson.loads(http_overhead.answer_body(7))["offsets"]) == 7
 
 
-def test_both_servers_answer_every_paced_request() -> None:
+def test_each_server_answers_every_paced_request() -> None:
     # A request answered otherwise than with the expected bytes fails the run.
     found = http_overhead.main(
         ["--rate", "300", "--seconds", "1", "--records", "5", "--connections", "2"]
