@@ -215,8 +215,10 @@ def test_a_client_leaving_before_its_answer_leaves_the_server_serving() -> None:
             _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(post("/whole", b"abc")[:-1])  # the body one byte short
             await writer.drain()
+            async with asyncio.timeout(5):
+                while not served.whole:  # its head read: it waits for the rest of the body
+                    await asyncio.sleep(0.01)
             writer.close()
-            await asyncio.sleep(0.1)
             assert served.whole == ["/whole"]
             [(_, body)] = await exchange(port, post("/whole", b"ok"))
             assert body == b"OK"
@@ -226,10 +228,11 @@ def test_a_client_leaving_before_its_answer_leaves_the_server_serving() -> None:
 
 def test_a_shutdown_lets_a_whole_request_finish_and_closes_its_connection() -> None:
     async def scenario() -> None:
-        release = asyncio.Event()
+        started, release = asyncio.Event(), asyncio.Event()
 
         async def slow(scope: dict[str, Any], receive: Receive, send: Send) -> None:
             await receive()
+            started.set()
             await release.wait()
             headers = [(b"content-length", b"4")]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -240,7 +243,7 @@ def test_a_shutdown_lets_a_whole_request_finish_and_closes_its_connection() -> N
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(post("/whole", b"x"))
         await writer.drain()
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(started.wait(), 5)
         server.should_exit = True
         await asyncio.sleep(0.3)  # shutting down, waiting for the request being served
         assert not task.done()
