@@ -9,8 +9,10 @@ Fetches:
 * readers that start waiting in the same turn of the event loop go in one Fetch, each
   partition with its own offset and byte limit;
 * its answer wakes the readers whose partitions brought batches, skipped offsets or an error,
-  and the leader's next Fetch goes out at once, before the woken readers have written what
-  they got: the others go on waiting in it, and each woken reader's partition is fetched
+  and the leader's next Fetch goes out in the next turn, before the woken readers have written
+  what they got (with what the leader's other answers of this turn add, so that Fetches
+  answered together go on as one): the others go on waiting in it, and each woken reader's
+  partition is fetched
   ahead in it from where that reader got to (as a Kafka consumer fetches while its
   application works). A reader coming back for that offset takes the Fetch made ahead for it,
   held at the broker already or answered already, so batches appended while it wrote are not
@@ -225,8 +227,14 @@ class SharedFetches:
                 waiting.extend(self._ahead_of(key, reader))
             else:
                 waiting.append(reader)
-        # At once: the readers woken come back to a Fetch held already.
-        self._start(key, waiting)
+        # Next turn, before the woken readers come back (so they find it held already), with
+        # what other answers of this turn add: Fetches answered together go on as one.
+        joining = self._joining.get(key)
+        if joining is not None:
+            joining.extend(waiting)
+        elif waiting:
+            self._joining[key] = waiting
+            loop.call_soon(self._send, key)
 
     @staticmethod
     def _wake(reader: _Reader, answer: PartitionAnswer | None, isolation: IsolationLevel) -> bool:
