@@ -30,7 +30,12 @@ from collections.abc import Callable
 from typing import Any
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_RE,
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    HttpToolsProtocol,
+)
 
 WholeRoute = Callable[[dict[str, Any]], Any]  # the scope -> the ASGI app serving it, or None
 # Bodies up to this are read whole before the app runs (larger ones stream, uvicorn's way).
@@ -100,6 +105,9 @@ class WholeCycle:
             self.response_started = True
             self._status = message["status"]
             self._headers = list(message.get("headers", ()))
+            for name, value in self._headers:  # as uvicorn refuses them: nothing is written
+                if HEADER_RE.search(name) or HEADER_VALUE_RE.search(value):
+                    raise RuntimeError("Invalid HTTP header name or value.")
             return
         if self.response_complete or kind != "http.response.body":
             raise RuntimeError(f"Unexpected ASGI message '{kind}'")

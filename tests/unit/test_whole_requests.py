@@ -35,6 +35,11 @@ async def echo(scope: dict[str, Any], receive: Receive, send: Send) -> None:
         raise RuntimeError("the app failed")
     if scope["path"] == "/silent":
         return
+    if scope["path"].startswith("/injected"):  # a header value that would split the answer
+        headers = [(b"x-echo", b"a\r\nset-cookie: b"), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
+        return
     answer = body.upper()
     headers = [(b"content-type", b"text/plain"), (b"x-path", scope["path"].encode())]
     headers.append((b"content-length", str(len(answer)).encode()))
@@ -43,12 +48,15 @@ async def echo(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": answer[2:]})
 
 
+WHOLE_PATHS = ("/fail", "/silent", "/injected")
+
+
 class Served:
     def __init__(self) -> None:
         self.whole: list[str] = []  # paths served whole, in order
 
     def route(self, scope: dict[str, Any]) -> Any:
-        if scope["path"].startswith("/whole") or scope["path"] in ("/fail", "/silent"):
+        if scope["path"].startswith("/whole") or scope["path"] in WHOLE_PATHS:
             self.whole.append(scope["path"])
             return echo
         return None
@@ -194,14 +202,18 @@ def test_requests_not_plainly_whole_go_uvicorns_way(request_bytes: bytes, body: 
     asyncio.run(scenario())
 
 
-def test_a_failing_app_is_answered_500_and_the_connection_closed() -> None:
+def test_a_failing_app_is_answered_as_uvicorn_answers_it() -> None:
     async def scenario() -> None:
         async with serving() as (port, served):
             for path in ("/fail", "/silent"):
                 answer = await closed_after(port, post(path, b"x"))
                 assert answer.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
                 assert answer.endswith(b"connection: close\r\n\r\nInternal Server Error")
-            assert served.whole == ["/fail", "/silent"]
+            # A header uvicorn refuses to write: the connection closed, nothing written, as
+            # uvicorn's way does it.
+            assert await closed_after(port, post("/injected", b"x")) == b""
+            assert await closed_after(port, post("/injected-uvicorns-way", b"x")) == b""
+            assert served.whole == ["/fail", "/silent", "/injected"]
             # The server goes on serving.
             [(_, body)] = await exchange(port, post("/whole", b"ok"))
             assert body == b"OK"
