@@ -123,7 +123,7 @@ class SharedFetches:
         reader = self._claim((key, topic, partition), position, max_records, deadline)
         if reader is None:
             reader = _Reader(position, max_records, deadline)
-            self._join(key, reader)
+            self._join(key, [reader])
         elif reader.future.done():  # answered ahead with its batches (or its error)
             return reader.future.result()
         # Each reader's wait ends on its own clock, not by cutting its Fetch short: readers
@@ -163,25 +163,28 @@ class SharedFetches:
             key = slot[0]
             ahead.answer = None
             if self._wake(ahead, answer, key[1]):
-                for further in self._ahead_of(key, ahead):
-                    self._join(key, further)  # with the others claiming in this turn
+                self._join(key, self._ahead_of(key, ahead))  # with others claiming this turn
             else:
-                self._join(key, ahead)
+                self._join(key, [ahead])
         return ahead
 
-    def _join(self, key: _Key, reader: _Reader) -> None:
+    def _join(self, key: _Key, readers: list[_Reader], *, next_turn: bool = False) -> None:
+        """Add ``readers`` to the leader's next Fetch, sent two turns on (readers that start
+        waiting together share it) or, when ``next_turn``, one."""
+        if not readers:
+            return
         joining = self._joining.get(key)
         if joining is None:
             joining = self._joining[key] = []
-            # Two turns on: readers that start waiting together share the Fetch.
             loop = asyncio.get_running_loop()
-            loop.call_soon(loop.call_soon, self._send, key)
-        joining.append(reader)
+            if next_turn:
+                loop.call_soon(self._send, key)
+            else:
+                loop.call_soon(loop.call_soon, self._send, key)
+        joining.extend(readers)
 
     def _send(self, key: _Key) -> None:
-        self._start(key, [r for r in self._joining.pop(key, []) if not r.future.done()])
-
-    def _start(self, key: _Key, readers: list[_Reader]) -> None:
+        readers = [r for r in self._joining.pop(key, []) if not r.future.done()]
         if readers:
             task = asyncio.ensure_future(self._fetch(key, readers))
             self._held.add(task)
@@ -229,12 +232,7 @@ class SharedFetches:
                 waiting.append(reader)
         # Next turn, before the woken readers come back (so they find it held already), with
         # what other answers of this turn add: Fetches answered together go on as one.
-        joining = self._joining.get(key)
-        if joining is not None:
-            joining.extend(waiting)
-        elif waiting:
-            self._joining[key] = waiting
-            loop.call_soon(self._send, key)
+        self._join(key, waiting, next_turn=True)
 
     @staticmethod
     def _wake(reader: _Reader, answer: PartitionAnswer | None, isolation: IsolationLevel) -> bool:
