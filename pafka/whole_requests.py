@@ -232,6 +232,7 @@ class WholeRequestsProtocol(HttpToolsProtocol):
         content.append(body)
         self.write_answer(b"".join(content))
         cycle.response_complete = True
+        cycle.message_event.set()  # a receive waiting for the client to leave: answered now
         if not cycle.keep_alive:
             self.transport.close()
         self.on_response_complete()

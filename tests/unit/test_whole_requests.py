@@ -267,3 +267,34 @@ def test_a_shutdown_lets_a_whole_request_finish_and_closes_its_connection() -> N
         await asyncio.wait_for(task, 5)
 
     asyncio.run(scenario())
+
+
+def test_a_receive_waiting_across_the_answer_returns_with_it_as_uvicorns_does() -> None:
+    async def scenario() -> None:
+        after: list[str] = []
+
+        async def watching(scope: dict[str, Any], receive: Receive, send: Send) -> None:
+            await receive()
+            leaving = asyncio.ensure_future(receive())  # watching for the client to leave
+            await asyncio.sleep(0.05)
+            headers = [(b"content-length", b"2")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b"ok"})
+            after.append((await asyncio.wait_for(leaving, 5))["type"])
+
+        port = free_port()
+        server, task = await start_http(watching, "127.0.0.1", port, whole_route=lambda _: watching)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(post("/whole", b"x"))
+            assert (await asyncio.wait_for(reader.readuntil(b"ok"), 5)).endswith(b"\r\n\r\nok")
+            async with asyncio.timeout(5):  # the client still connected
+                while not after:
+                    await asyncio.sleep(0.01)
+            assert after == ["http.disconnect"]
+        finally:
+            writer.close()
+            server.should_exit = True
+            await task
+
+    asyncio.run(scenario())
