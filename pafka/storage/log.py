@@ -45,6 +45,7 @@ from pafka.storage.files import FileCache
 from pafka.storage.producer_snapshot import SnapshotEntry
 from pafka.storage.region import FileRegion
 from pafka.storage.segment import Segment
+from pafka.storage.writeback import Writeback
 
 MAX_RELATIVE_OFFSET = 2**31 - 1
 SHARED_FILES = FileCache()  # for logs opened without a LogManager
@@ -110,6 +111,10 @@ class Log:
         self.snapshot_source: Callable[[], Iterable[SnapshotEntry]] | None = None
         # The partition's last stable offset (open transactions); the cleaner stops there.
         self.stable_offset_source: Callable[[], int] | None = None
+        # The broker's incremental writeback (a LogManager's logs), and where in the active
+        # segment its next step starts.
+        self.writeback: Writeback | None = None
+        self._writeback_from = 0
 
     @classmethod
     def open(
@@ -225,6 +230,10 @@ class Log:
         with self._lock:
             active.append(data, batches, now_ms)
             self._dirty = True
+        if self.writeback is not None:
+            self._writeback_from = self.writeback.advance(
+                active.log.fd(), self._writeback_from, active.size
+            )
         self._unflushed_messages += sum(h.records_count for _, h in batches)
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
@@ -259,6 +268,7 @@ class Log:
             new.created_ms = now_ms
             self.segments.append(new)
             self._bases.append(start)
+        self._writeback_from = 0
         self._take_snapshot(start)
 
     def _take_snapshot(self, offset: int) -> None:

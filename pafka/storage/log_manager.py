@@ -20,6 +20,7 @@ from pafka.storage import layout
 from pafka.storage.config import LogConfig
 from pafka.storage.files import DEFAULT_OPEN_FILES, FileCache
 from pafka.storage.log import Log
+from pafka.storage.writeback import DEFAULT_STEP_BYTES, Writeback
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +29,18 @@ TopicPartition = tuple[str, int]
 
 class LogManager:
     def __init__(
-        self, data_dir: Path, default_config: LogConfig, *, open_files: int = DEFAULT_OPEN_FILES
+        self,
+        data_dir: Path,
+        default_config: LogConfig,
+        *,
+        open_files: int = DEFAULT_OPEN_FILES,
+        writeback_bytes: int = DEFAULT_STEP_BYTES,
     ) -> None:
         self.data_dir = data_dir
         self.default_config = default_config
         self.logs: dict[TopicPartition, Log] = {}
         self.files = FileCache(open_files)
+        self.writeback = Writeback(writeback_bytes)
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -80,6 +87,7 @@ class LogManager:
             config or self.default_config,
             files=self.files,
         )
+        opened.writeback = self.writeback
         self.logs[key] = opened
         return opened
 
@@ -116,6 +124,7 @@ class LogManager:
         return deleted
 
     def close_all(self) -> None:
+        self.writeback.close()
         for opened in self.logs.values():
             opened.close()
         self.logs.clear()

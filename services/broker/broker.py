@@ -99,7 +99,9 @@ class Broker:
         )
         raise_soft_limit()  # before the logs open: each hosted partition holds a descriptor
         self.descriptors = DescriptorMonitor()
-        self.logs = LogManager(settings.data_dir, settings.log)
+        self.logs = LogManager(
+            settings.data_dir, settings.log, writeback_bytes=settings.log_writeback_bytes
+        )
         self.cleaner = LogCleaner(lambda: self.logs.logs, settings.cleaner)
         self.followers = FollowerManager(
             FetcherSettings(

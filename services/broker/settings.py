@@ -15,6 +15,7 @@ from pafka.security.authorization import AuthorizerConfig
 from pafka.security.listeners import plaintext
 from pafka.storage.config import LogConfig
 from pafka.storage.log_cleaner import CleanerSettings
+from pafka.storage.writeback import DEFAULT_STEP_BYTES
 from pafka.zk.security import ZkSecurity, read_zk_security
 from services.broker.groups.config import GroupConfig
 from services.broker.listener_settings import ListenerSettings
@@ -64,6 +65,8 @@ class BrokerSettings:
     unclean_leader_election_enable: bool = False
     retention_check_interval_ms: int = 300_000
     checkpoint_interval_ms: int = 5_000
+    # Appended bytes per step of incremental writeback (pafka.storage.writeback); 0 turns it off.
+    log_writeback_bytes: int = DEFAULT_STEP_BYTES
     # How long CreateTopics waits for the controller to elect leaders when timeout_ms allows.
     topic_ready_wait_ms: int = 30_000
     producer_id_block_size: int = 1000
@@ -232,6 +235,9 @@ class BrokerSettings:
             unclean_leader_election_enable=env.flag("UNCLEAN_LEADER_ELECTION_ENABLE", False),
             retention_check_interval_ms=env.integer(
                 "RETENTION_CHECK_INTERVAL_MS", cls.retention_check_interval_ms, minimum=100
+            ),
+            log_writeback_bytes=env.integer(
+                "LOG_WRITEBACK_BYTES", cls.log_writeback_bytes, minimum=0
             ),
             max_incremental_fetch_session_cache_slots=env.integer(
                 "MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS",
