@@ -23,6 +23,7 @@ from itertools import repeat
 from typing import Any
 
 import orjson
+import pybase64
 
 from pafka.client.producer import OutgoingRecord
 
@@ -31,6 +32,8 @@ _DICTS = {dict}
 _STRINGS = {str}
 _NONES = {type(None)}
 _ONE_FIELD = {1}
+# Columns shorter than this are decoded text by text: joining them saves less than it costs.
+UNIFORM_MIN_TEXTS = 8
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,45 @@ def decode_base64(value: Any) -> bytes:
 def decode_base64_column(texts: Sequence[str]) -> list[bytes] | None:
     """Each text as :func:`decode_base64` decodes it, or None when it would refuse any (the
     caller then finds and names the first)."""
+    uniform = decode_uniform_column(texts)
+    if uniform is not None:
+        return uniform
     try:
         return list(map(decode_base64, texts))
     except ValueError:  # binascii.Error included
         return None
+
+
+def decode_uniform_column(texts: Sequence[str]) -> list[bytes] | None:
+    """A column of texts of one length and one padding (a producer's values of one size, the
+    usual body) decoded in one call, or None when it is not such a column or that call refuses.
+
+    binascii decodes a character at a time, a tenth of a gateway's CPU on small records;
+    pybase64 decodes with SIMD, but a call per text costs as much as binascii's decode. So the
+    texts are joined, each one's padding read as ``A`` (its last group of three bytes then
+    decodes whole, its first bytes as they would have), decoded at once and cut back into
+    values. Anything else, or any text that would be refused, is left to the text-by-text
+    decode, which decides and refuses exactly as before."""
+    count = len(texts)
+    if count < UNIFORM_MIN_TEXTS:
+        return None
+    size = len(texts[0])
+    if not size or size % 4 or set(map(len, texts)) != {size}:
+        return None
+    pad = size - len(texts[0].rstrip("="))
+    joined = "".join(texts)
+    # Every text ends in the same padding (its last characters, read a text apart) and the
+    # column holds no other "=": the decode below sees none.
+    tails = (joined[size - k :: size] for k in range(1, pad + 1))
+    if pad > 2 or any(tail != "=" * count for tail in tails) or joined.count("=") != pad * count:
+        return None
+    try:
+        data = pybase64.b64decode(joined.replace("=", "A") if pad else joined, validate=True)
+    except ValueError:  # binascii.Error included: a character outside the alphabet
+        return None
+    group = size // 4 * 3
+    keep = group - pad
+    return [data[start : start + keep] for start in range(0, len(data), group)]
 
 
 def _stored_strings(texts: list[Any], binary: bool) -> list[bytes] | None:
