@@ -78,7 +78,12 @@ class Writeback:
             return start
         # A descriptor of its own: the segment may roll, and close its own, before the thread
         # gets to the request.
-        self._requests.put((os.dup(fd), start, end - start))
+        try:
+            own = os.dup(fd)
+        except OSError:
+            # Out of descriptors: the append itself went through, and the fsync writes it.
+            return start
+        self._requests.put((own, start, end - start))
         self._ensure_thread()
         return end
 

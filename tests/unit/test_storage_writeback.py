@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from collections.abc import Iterator
@@ -256,3 +257,26 @@ def test_the_broker_setting() -> None:
     assert settings_.log_writeback_bytes == 0
     with pytest.raises(ConfigError, match="LOG_WRITEBACK_BYTES"):
         BrokerSettings.from_env({"PAFKA_BROKER_ID": "1", "PAFKA_BROKER_LOG_WRITEBACK_BYTES": "-1"})
+
+
+def test_no_descriptor_to_spare_puts_the_step_off_and_the_append_stands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = Recorder()
+    logs = LogManager(tmp_path, CONFIG, writeback_bytes=STEP)
+    logs.writeback = Writeback(STEP, recorder)
+    log = logs.get_or_create("t", 0)
+
+    def out_of_descriptors(fd: int) -> int:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "dup", out_of_descriptors)
+        append(log, 2, STEP)  # no error: the appends stand
+    logs.writeback.close()
+    assert recorder.calls == []
+    append(log, 1, STEP)  # the step put off goes out with the next
+    logs.writeback.close()
+    assert [(offset, length) for _, offset, length, _ in recorder.calls] == [(0, log.active.size)]
+    assert len(values(log)) == 3
+    logs.close_all()
