@@ -25,7 +25,7 @@ from pafka.storage.segment import Segment, check_batch_bounds
 class ActiveSegment(Segment):
     """The segment a log appends to."""
 
-    __slots__ = ("_bytes_since_index", "index_interval_bytes")
+    __slots__ = ("_bytes_since_index", "index_interval_bytes", "written_back_to")
 
     offset_index: AppendableIndex
     time_index: AppendableIndex
@@ -53,6 +53,9 @@ class ActiveSegment(Segment):
         )
         self.index_interval_bytes = index_interval_bytes
         self._bytes_since_index = 0
+        # Where the next step of incremental writeback starts (pafka.storage.writeback): what
+        # the file held at open is on disk already (recovery synced what it checked).
+        self.written_back_to = self.size
 
     def note(self, position: int, header: BatchHeader) -> None:
         """Account for a batch written at ``position``: offsets, timestamps, index entries."""

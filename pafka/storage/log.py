@@ -111,10 +111,8 @@ class Log:
         self.snapshot_source: Callable[[], Iterable[SnapshotEntry]] | None = None
         # The partition's last stable offset (open transactions); the cleaner stops there.
         self.stable_offset_source: Callable[[], int] | None = None
-        # The broker's incremental writeback (a LogManager's logs), and where in the active
-        # segment its next step starts.
+        # The broker's incremental writeback (a LogManager's logs).
         self.writeback: Writeback | None = None
-        self._writeback_from = 0
 
     @classmethod
     def open(
@@ -231,8 +229,8 @@ class Log:
             active.append(data, batches, now_ms)
             self._dirty = True
         if self.writeback is not None:
-            self._writeback_from = self.writeback.advance(
-                active.log.fd(), self._writeback_from, active.size
+            active.written_back_to = self.writeback.advance(
+                active.log.fd(), active.written_back_to, active.size
             )
         self._unflushed_messages += sum(h.records_count for _, h in batches)
         if self._unflushed_messages >= self.config.flush_messages:
@@ -268,7 +266,6 @@ class Log:
             new.created_ms = now_ms
             self.segments.append(new)
             self._bases.append(start)
-        self._writeback_from = 0
         self._take_snapshot(start)
 
     def _take_snapshot(self, offset: int) -> None:

@@ -280,3 +280,21 @@ def test_no_descriptor_to_spare_puts_the_step_off_and_the_append_stands(
     assert [(offset, length) for _, offset, length, _ in recorder.calls] == [(0, log.active.size)]
     assert len(values(log)) == 3
     logs.close_all()
+
+
+def test_a_reopened_segment_is_written_back_from_where_it_ended(tmp_path: Path) -> None:
+    """What the file held at open is on disk already: the steps start after it."""
+    first = LogManager(tmp_path, CONFIG, writeback_bytes=0)
+    append(first.get_or_create("t", 0), 3, STEP // 2)
+    first.close_all()
+    recorder = Recorder()
+    logs = LogManager(tmp_path, CONFIG, writeback_bytes=STEP)
+    logs.writeback = Writeback(STEP, recorder)
+    log = logs.get_or_create("t", 0)
+    opened_at = log.active.size
+    append(log, 2, STEP // 2)
+    logs.writeback.close()
+    assert [(offset, length) for _, offset, length, _ in recorder.calls] == [
+        (opened_at, log.active.size - opened_at)
+    ]
+    logs.close_all()
