@@ -85,11 +85,13 @@ def decode_uniform_column(texts: Sequence[str]) -> list[bytes] | None:
     if not size or size % 4 or set(map(len, texts)) != {size}:
         return None
     pad = size - len(texts[0].rstrip("="))
+    if pad > 2:
+        return None
     joined = "".join(texts)
     # Every text ends in the same padding (its last characters, read a text apart) and the
     # column holds no other "=": the decode below sees none.
     tails = (joined[size - k :: size] for k in range(1, pad + 1))
-    if pad > 2 or any(tail != "=" * count for tail in tails) or joined.count("=") != pad * count:
+    if any(tail != "=" * count for tail in tails) or joined.count("=") != pad * count:
         return None
     try:
         data = pybase64.b64decode(joined.replace("=", "A") if pad else joined, validate=True)
