@@ -11,11 +11,14 @@ hypothesis test compares them); only the work differs. Each record is::
 so a record is its two fixed bytes, two lookups of small varints and two concatenations, and
 the batch is one join. :func:`build_plain_columns` makes the same batch from keys and values
 held as columns (a REST request's records), with no Python step per record: every per-record
-operation is a ``map`` over a column, and the pieces are interleaved by slice assignment.
+operation is a ``map`` over a column, and the pieces are interleaved by slice assignment. When
+there are no keys and every value has one size (a producer's usual request), everything but the
+values is the same for the same record index, so it is taken from a table made once per size.
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Sequence
 from itertools import repeat
@@ -38,6 +41,10 @@ _COLUMN_HEADS_NO_KEY = [head + _NULL for head in _COLUMN_HEADS]
 _COLUMN_HEAD_SIZES = list(map(len, _COLUMN_HEADS))
 _COLUMN_HEAD_NO_KEY_SIZES = list(map(len, _COLUMN_HEADS_NO_KEY))
 _SMALL_SIZES = list(map(len, _SMALL))
+# Keyless records of one value size are built from a table of their framing, kept for a few
+# sizes and this many records (about 50 KB a size).
+UNIFORM_RECORDS_MAX = 1024
+UNIFORM_VALUE_MAX_BYTES = SMALL_VARINTS - 16  # the record's length is still a small varint
 
 
 def _length(value: bytes | None) -> bytes:
@@ -71,6 +78,10 @@ def build_plain_columns(
     ):
         return _by_record(keys, values, timestamp_ms)
     value_sizes = list(map(len, values))
+    if keys is None and value_sizes.count(value_sizes[0]) == count:
+        uniform = _uniform_keyless(values, value_sizes[0])
+        if uniform is not None:
+            return _framed(uniform, count, timestamp_ms, timestamp_ms)
     add, small, small_sizes = operator.add, _SMALL.__getitem__, _SMALL_SIZES.__getitem__
     try:
         value_lengths = list(map(small, value_sizes))
@@ -103,6 +114,33 @@ def build_plain_columns(
     except IndexError:  # a length or a record size beyond the small varints
         return _by_record(keys, values, timestamp_ms)
     return _framed(b"".join(parts), count, timestamp_ms, timestamp_ms)
+
+
+def _uniform_keyless(values: Sequence[bytes], size: int) -> bytes | None:
+    """The records of keyless values all of ``size`` bytes (a producer's usual request): every
+    record's bytes but its value are the same for the same index, so they come from a table and
+    the records are the table's pieces and the values, interleaved. None beyond the table."""
+    count = len(values)
+    if count > UNIFORM_RECORDS_MAX or size > UNIFORM_VALUE_MAX_BYTES:
+        return None
+    between = _uniform_pieces(size)
+    parts = [_NO_HEADERS] * (2 * count + 1)
+    parts[0 : 2 * count : 2] = between[:count]
+    parts[1::2] = values
+    return b"".join(parts)
+
+
+@functools.lru_cache(maxsize=32)
+def _uniform_pieces(size: int) -> list[bytes]:
+    """What comes before the value of each record by index (keyless, a ``size``-byte value):
+    the previous record's 0 headers (none before the first), this record's length, start, null
+    key and value length."""
+    pieces = []
+    for index in range(UNIFORM_RECORDS_MAX):
+        head = _COLUMN_HEADS_NO_KEY[index] + _SMALL[size]
+        record_size = len(head) + size + len(_NO_HEADERS)
+        pieces.append((_NO_HEADERS if index else b"") + _SMALL[record_size] + head)
+    return pieces
 
 
 def _by_record(

@@ -11,7 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pafka.client.plain_batch import build_plain_columns
+from pafka.client.plain_batch import (
+    UNIFORM_RECORDS_MAX,
+    UNIFORM_VALUE_MAX_BYTES,
+    build_plain_columns,
+)
 from pafka.records.encoding import build_batch
 from services.gateway.formats import EmbeddedFormat, load_json, parse_items, parse_produce
 from services.gateway.plain_columns import (
@@ -188,6 +192,39 @@ def test_column_batches_are_build_batch_bytes(
         [(k, v, ()) for k, v in pairs], timestamps_ms=[timestamp_ms] * len(values)
     )
     assert build_plain_columns(keys, values, timestamp_ms) == expected
+
+
+def _batch_of(keys: list[bytes | None] | None, values: list[bytes], timestamp_ms: int) -> bytes:
+    pairs = zip([None] * len(values) if keys is None else keys, values, strict=True)
+    return build_batch([(k, v, ()) for k, v in pairs], timestamps_ms=[timestamp_ms] * len(values))
+
+
+# Keyless values of one size, in counts on both sides of a one-byte offset delta (64).
+uniform_values = st.tuples(st.integers(0, 300), st.integers(1, 200)).flatmap(
+    lambda size_count: st.lists(
+        st.binary(min_size=size_count[0], max_size=size_count[0]),
+        min_size=size_count[1],
+        max_size=size_count[1],
+    )
+)
+
+
+@settings(max_examples=50)
+@given(uniform_values, st.integers(0, 2**62))
+def test_keyless_values_of_one_size_are_build_batch_bytes(
+    values: list[bytes], timestamp_ms: int
+) -> None:
+    assert build_plain_columns(None, values, timestamp_ms) == _batch_of(None, values, timestamp_ms)
+
+
+def test_keyless_values_of_one_size_beyond_the_framing_table() -> None:
+    for values in [
+        [b"v" * 70] * (UNIFORM_RECORDS_MAX + 1),  # more records than the table holds
+        [b"w" * (UNIFORM_VALUE_MAX_BYTES + 1)] * 3,  # a record size beyond the small varints
+        [b"x" * UNIFORM_VALUE_MAX_BYTES] * 3,  # the largest value the table frames
+        [b"y" * 5] * UNIFORM_RECORDS_MAX,  # the most records it frames
+    ]:
+        assert build_plain_columns(None, values, 11) == _batch_of(None, values, 11)
 
 
 def test_column_batches_beyond_the_small_varints_and_column_limit() -> None:
