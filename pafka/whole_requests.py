@@ -11,7 +11,9 @@ requests with a *whole route* (``scope -> ASGI app or None``); for those,
 * waits for the whole body (a ``Content-Length`` one, at most :data:`MAX_BODY_BYTES`), then
   runs the app once, its first ``receive`` answering the body whole;
 * keeps the answer until its last body message and writes status line, the server's default
-  headers, the app's headers and the body in one write.
+  headers, the app's headers and the body in one write. An app that has its whole answer at
+  hand may give it in one call instead of two messages: the scope's ``extensions`` hold
+  :data:`WHOLE_ANSWER`, ``{"answer": answer}``, and ``await answer(status, headers, body)``.
 
 Everything else about the connection stays uvicorn's own, as the same objects carry it:
 keep-alive and its idle timeout, ``Connection: close`` and HTTP/1.0, pipelined requests (taken
@@ -38,6 +40,8 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 
 WholeRoute = Callable[[dict[str, Any]], Any]  # the scope -> the ASGI app serving it, or None
+# The scope extension of a request served whole: its answer given in one call.
+WHOLE_ANSWER = "pafka.whole_answer"
 # Bodies up to this are read whole before the app runs (larger ones stream, uvicorn's way).
 MAX_BODY_BYTES = 1 << 20
 # Headers that make a request go uvicorn's way: its middleware or its cycle reads them.
@@ -102,18 +106,32 @@ class WholeCycle:
         if not self.response_started:
             if kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', got '{kind}'")
-            self.response_started = True
-            self._status = message["status"]
-            self._headers = list(message.get("headers", ()))
-            for name, value in self._headers:  # as uvicorn refuses them: nothing is written
-                if HEADER_RE.search(name) or HEADER_VALUE_RE.search(value):
-                    raise RuntimeError("Invalid HTTP header name or value.")
+            self._start(message["status"], list(message.get("headers", ())))
             return
         if self.response_complete or kind != "http.response.body":
             raise RuntimeError(f"Unexpected ASGI message '{kind}'")
         self._answer.append(message.get("body", b""))
         if not message.get("more_body", False):
             await self.protocol.answer(self, self._status, self._headers, b"".join(self._answer))
+
+    async def answer_whole(
+        self, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> None:
+        """The answer's start and its one body message, in one call (:data:`WHOLE_ANSWER`)."""
+        if self.disconnected:
+            return
+        if self.response_started:
+            raise RuntimeError("Unexpected ASGI message 'http.response.start'")
+        self._start(status, headers)
+        await self.protocol.answer(self, status, self._headers, body)
+
+    def _start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        self.response_started = True  # a refused header below: the connection closes unanswered
+        self._status = status
+        self._headers = headers
+        for name, value in headers:  # as uvicorn refuses them: nothing is written
+            if HEADER_RE.search(name) or HEADER_VALUE_RE.search(value):
+                raise RuntimeError("Invalid HTTP header name or value.")
 
     def head(self, status: int, headers: list[tuple[bytes, bytes]], length: int) -> list[bytes]:
         """The answer's status line and headers (its length unless the app gave it)."""
@@ -205,7 +223,10 @@ class WholeRequestsProtocol(HttpToolsProtocol):
         if app is None:
             return None
         keep_alive = http_version != "1.0" and parser.should_keep_alive()
-        return WholeCycle(self, scope, keep_alive), app  # type: ignore[arg-type]
+        cycle = WholeCycle(self, scope, keep_alive)  # type: ignore[arg-type]
+        extensions = {**scope.get("extensions", {}), WHOLE_ANSWER: {"answer": cycle.answer_whole}}
+        scope["extensions"] = extensions  # type: ignore[typeddict-item]
+        return cycle, app
 
     async def _serve_whole(self, cycle: WholeCycle, app: Any) -> None:
         try:

@@ -110,5 +110,5 @@ def create_app(settings: GatewaySettings, ctx: GatewayContext | None = None) -> 
     async def prometheus() -> Response:
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    app.hot = HotPath(app, guard if guarded else None, metrics.measured)
+    app.hot = HotPath(app, guard if guarded else None, metrics)
     return app

@@ -117,11 +117,17 @@ class AnswerBugs:
         try:
             await self.app(scope, receive, sending)
         except Exception:
-            log.exception("bug answering %s %s", scope.get("method"), scope.get("path"))
             if started:
+                log.exception("bug answering %s %s", scope.get("method"), scope.get("path"))
                 raise
-            message = "internal error (the gateway's log has the details)"
-            await error_response(500, INTERNAL_ERROR, message)(scope, receive, send)
+            await bug_response(scope)(scope, receive, send)
+
+
+def bug_response(scope: Scope) -> JSONResponse:
+    """The 500 answer to a request whose answering failed with an exception no handler took
+    (a bug), logged with its traceback: call it in the ``except`` block."""
+    log.exception("bug answering %s %s", scope.get("method"), scope.get("path"))
+    return error_response(500, INTERNAL_ERROR, "internal error (the gateway's log has the details)")
 
 
 def _describe(errors: Any) -> str:

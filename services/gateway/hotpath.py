@@ -11,12 +11,15 @@ goes through FastAPI unchanged, so validation messages stay FastAPI's own.
 
 The routes stay declared on the app, so /docs and the OpenAPI document are unchanged. The
 produce routes are also named to the HTTP server as served whole (:meth:`HotPath.whole_route`),
-which then skips its own per-request machinery for them too.
+which then skips its own per-request machinery for them too; their answer, always one body, is
+then handed over in one call (:data:`pafka.whole_requests.WHOLE_ANSWER`) and measured here, not
+passed as ASGI messages through the metrics and bug-answering middlewares.
 """
 
 from __future__ import annotations
 
 import inspect
+import time
 import typing
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
@@ -31,7 +34,9 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pafka.errors import PafkaError
+from pafka.whole_requests import WHOLE_ANSWER
 from services.gateway import errors
+from services.gateway.metrics import GatewayMetrics
 from services.gateway.routers import records
 
 Guard = Callable[..., Awaitable[None]]
@@ -145,14 +150,13 @@ def match(method: str, path: str) -> tuple[str, dict[str, Any]] | None:
 
 
 class HotPath:
-    """Answers the record routes of ``app`` directly; ``measure`` wraps an ASGI app in the
-    app's metrics, ``guard`` is the app's dependency (None when nothing is guarded)."""
+    """Answers the record routes of ``app`` directly, measured in the app's ``metrics``;
+    ``guard`` is the app's dependency (None when nothing is guarded)."""
 
-    def __init__(
-        self, app: FastAPI, guard: Guard | None, measure: Callable[[ASGIApp], ASGIApp]
-    ) -> None:
+    def __init__(self, app: FastAPI, guard: Guard | None, metrics: GatewayMetrics) -> None:
         self.app = app
         self.guard = guard
+        self.metrics = metrics
         self.routes = {
             (method, route.path): route
             # The router's own routes: the app holds them wrapped, with the same templates.
@@ -160,7 +164,7 @@ class HotPath:
             if isinstance(route, APIRoute)
             for method in route.methods or ()
         }
-        self.serve = measure(errors.AnswerBugs(self._serve))
+        self._streamed: ASGIApp = metrics.measured(errors.AnswerBugs(self._serve))
 
     def wants(self, scope: Scope) -> bool:
         """Whether this request is served here (and then :attr:`serve` answers it)."""
@@ -186,25 +190,48 @@ class HotPath:
         return True
 
     def whole_route(self, scope: Scope) -> ASGIApp | None:
-        """:attr:`serve` for the produce routes, which the HTTP server may serve whole
+        """:meth:`serve` for the produce routes, which the HTTP server may serve whole
         (:mod:`pafka.whole_requests`: each answer is one body); None for anything else."""
         if scope["method"] == "POST" and self.wants(scope):
             return self.serve
         return None
 
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a request :meth:`wants`, measured as the app's middleware measures."""
+        whole = (scope.get("extensions") or {}).get(WHOLE_ANSWER)
+        if whole is None:
+            await self._streamed(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client gets if answering fails
+        try:
+            response = await self._respond(scope, receive)
+            status = response.status_code
+            if type(response).__call__ is Response.__call__ and response.background is None:
+                await whole["answer"](status, response.raw_headers, response.body)
+            else:
+                await response(scope, receive, send)
+        finally:
+            elapsed = time.perf_counter() - started
+            self.metrics.observe(scope["route"].path, scope["method"], status, elapsed)
+
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self._respond(scope, receive)
+        await response(scope, receive, send)
+
+    async def _respond(self, scope: Scope, receive: Receive) -> Response:
+        """The route's response, its error's, or (a bug) a logged 500."""
         request = Request(scope, receive)
         params = scope["path_params"]
         try:
             if self.guard is not None:
                 await self.guard(request, None, None)
-            response = await self._answer(
-                scope["route"].path, request, params, scope.get(QUERY_KEY)
-            )
+            return await self._answer(scope["route"].path, request, params, scope.get(QUERY_KEY))
         except PafkaError as exc:
             status, code = errors.rest_code(exc)
-            response = errors.error_response(status, code, exc.message)
-        await response(scope, receive, send)
+            return errors.error_response(status, code, exc.message)
+        except Exception:
+            return errors.bug_response(scope)
 
     @staticmethod
     async def _answer(

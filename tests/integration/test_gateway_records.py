@@ -585,3 +585,64 @@ def test_oversized_bodies_are_refused_unread(cluster: Any) -> None:
     )
     assert (status, body["error_code"]) == (413, 41301)
     assert end_offset(base, topic) == 0
+
+
+def test_a_bug_in_a_produce_served_whole_is_a_counted_500_and_the_connection_goes_on(
+    cluster: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An in-process gateway on its own HTTP server (produce requests served whole): a produce
+    whose route fails with a bug is answered 500 with the internal error body, logged and
+    counted under its route; the next request on the same connection is answered."""
+    import asyncio
+    import logging
+
+    from pafka.httpserver import start_http
+    from services.gateway.app import create_app
+    from services.gateway.context import open_context
+    from services.gateway.routers import records
+    from services.gateway.settings import GatewaySettings
+
+    topic = new_topic(cluster, "bug-whole")
+    settings = GatewaySettings(zookeeper=cluster.zk_connect)
+    route = records.produce_to_partition
+    failing = [True]
+
+    async def produce_once_failing(topic: str, partition: int, request: Any) -> Any:
+        if failing.pop() if failing else False:
+            raise RuntimeError("a bug")
+        return await route(topic, partition, request)
+
+    monkeypatch.setattr(records, "produce_to_partition", produce_once_failing)
+    body = json.dumps({"records": [{"value": b64(b"v")}]}).encode()
+
+    async def scenario() -> tuple[list[httpx.Response], str]:
+        ctx = await open_context(settings)
+        app = create_app(settings, ctx)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        assert app.hot is not None
+        server, serving = await start_http(app, "127.0.0.1", port, whole_route=app.hot.whole_route)
+        try:
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+                path = f"/topics/{topic}/partitions/0"
+                headers = {"Content-Type": V2_BINARY}
+                answers = [await client.post(path, content=body, headers=headers) for _ in "ab"]
+                return answers, (await client.get("/metrics")).text
+        finally:
+            server.should_exit = True
+            await serving
+            await ctx.close()
+
+    with caplog.at_level(logging.ERROR, logger="pafka.gateway"):
+        (failed, written), metrics = asyncio.run(scenario())
+    assert failed.status_code == 500 and failed.json()["error_code"] == 50000
+    assert "a bug" not in failed.text
+    assert any(
+        r.exc_info and f"POST /topics/{topic}/partitions/0" in r.getMessage()
+        for r in caplog.records
+    )
+    assert written.status_code == 200 and written.json()["offsets"][0]["offset"] == 0
+    counted = 'http_requests_total{handler="/topics/{topic}/partitions/{partition}",method="POST"'
+    assert f'{counted},status="500"}} 1.0' in metrics
+    assert f'{counted},status="200"}} 1.0' in metrics

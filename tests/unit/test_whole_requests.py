@@ -43,6 +43,10 @@ async def echo(scope: dict[str, Any], receive: Receive, send: Send) -> None:
     answer = body.upper()
     headers = [(b"content-type", b"text/plain"), (b"x-path", scope["path"].encode())]
     headers.append((b"content-length", str(len(answer)).encode()))
+    if scope["path"].startswith("/whole-at-once"):
+        # Answered in one call, as an app with its whole answer at hand may when served whole.
+        await scope["extensions"][whole_requests.WHOLE_ANSWER]["answer"](201, headers, answer)
+        return
     await send({"type": "http.response.start", "status": 201, "headers": headers})
     await send({"type": "http.response.body", "body": answer[:2], "more_body": True})
     await send({"type": "http.response.body", "body": answer[2:]})
@@ -54,11 +58,13 @@ WHOLE_PATHS = ("/fail", "/silent", "/injected")
 class Served:
     def __init__(self) -> None:
         self.whole: list[str] = []  # paths served whole, in order
+        self.other_scopes: list[dict[str, Any]] = []  # the scopes of requests not served whole
 
     def route(self, scope: dict[str, Any]) -> Any:
         if scope["path"].startswith("/whole") or scope["path"] in WHOLE_PATHS:
             self.whole.append(scope["path"])
             return echo
+        self.other_scopes.append(scope)
         return None
 
 
@@ -137,6 +143,26 @@ def test_an_answer_served_whole_is_the_answer_uvicorn_gives() -> None:
             assert b"x-path: /whole\r\n" in head and b"server: uvicorn\r\n" in head
             assert without_date(head).replace(b"/whole", b"/other") == without_date(other_head)
             assert other_body == body
+
+    asyncio.run(scenario())
+
+
+def test_an_answer_given_in_one_call_is_the_answer_given_as_messages() -> None:
+    def same_but_path(head: bytes) -> bytes:
+        return re.sub(rb"x-path: [^\r]*\r\n", b"", without_date(head))
+
+    async def scenario() -> None:
+        async with serving() as (port, served):
+            [(at_once, body)] = await exchange(port, post("/whole-at-once", b"hello"))
+            [(as_messages, other_body)] = await exchange(port, post("/whole", b"hello"))
+            [(uvicorns, uvicorns_body)] = await exchange(port, post("/other", b"hello"))
+            assert served.whole == ["/whole-at-once", "/whole"]
+            assert body == other_body == uvicorns_body == b"HELLO"
+            assert b"x-path: /whole-at-once\r\n" in at_once
+            assert same_but_path(at_once) == same_but_path(as_messages) == same_but_path(uvicorns)
+            # A request not served whole has no such extension to answer through.
+            [other] = served.other_scopes
+            assert whole_requests.WHOLE_ANSWER not in other.get("extensions", {})
 
     asyncio.run(scenario())
 
