@@ -288,8 +288,10 @@ def encode_request(
     version whose header is not flexible."""
     if isinstance(body, bytes):
         client = client_id.encode()
-        header = _REQUEST_HEADER.pack(api_key, version, correlation_id, len(client)) + client
-        return _FRAME_SIZE.pack(len(header) + len(body)) + header + body
+        header = _REQUEST_HEADER.pack(api_key, version, correlation_id, len(client))
+        size = len(header) + len(client) + len(body)
+        # One join: a Produce's body is its record batches, copied once more here at most.
+        return b"".join((_FRAME_SIZE.pack(size), header, client, body))
     body.API_VERSION = version
     body.with_header(correlation_id=correlation_id, client_id=client_id)
     try:

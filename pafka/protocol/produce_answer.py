@@ -25,6 +25,8 @@ Malformed or truncated frames, and bytes after the end, raise :class:`ProtocolEr
 
 from __future__ import annotations
 
+import struct
+
 from pafka.errors import ProtocolError
 from pafka.protocol.produce_codec import (
     PartitionProduceResponse,
@@ -33,15 +35,28 @@ from pafka.protocol.produce_codec import (
 )
 from pafka.protocol.wire import Reader
 
+# A partition's answer up to its error message, read in one call: when it refused no record and
+# has no message (most answers), that is all of it.
+_PLAIN_PARTITION = struct.Struct(">ihqqqih")
+_NO_RECORD_ERRORS, _NULL_MESSAGE = 0, -1
+
 
 def decode_produce_answer(frame: memoryview) -> ProduceResponseBody:
     """The body of a Produce v8 response frame (from its correlation id on)."""
     reader = Reader(frame, 4)  # the correlation id was matched by the connection
+    plain, plain_size = _PLAIN_PARTITION.unpack_from, _PLAIN_PARTITION.size
     topics = []
     for _ in range(reader.array_length(compact=False)):
         name = reader.string(compact=False)
         partitions = []
         for _ in range(reader.array_length(compact=False)):
+            at = reader.pos
+            if at + plain_size <= len(frame):
+                *fields, record_errors_count, message_length = plain(frame, at)
+                if record_errors_count == _NO_RECORD_ERRORS and message_length == _NULL_MESSAGE:
+                    reader.pos = at + plain_size
+                    partitions.append(PartitionProduceResponse(*fields))
+                    continue
             index = reader.int32()
             error_code = reader.int16()
             base_offset = reader.int64()

@@ -34,6 +34,9 @@ def encode_produce(
 ) -> bytes:
     """The request body (no header) of a Produce v8 of each topic's partitions' batches."""
     out = bytearray()
+    # The record batches are most of the bytes: joined once at the end, not copied piece by
+    # piece into the buffer and then again out of it.
+    pieces: list[bytes | bytearray] = [out]
     write_string(out, transactional_id, compact=False)
     out += INT16.pack(acks)
     out += INT32.pack(timeout_ms)
@@ -43,5 +46,11 @@ def encode_produce(
         write_array_length(out, len(partitions), compact=False)
         for index, records in partitions:
             out += INT32.pack(index)
-            write_bytes(out, records, compact=False)
-    return bytes(out)
+            if records is None:
+                write_bytes(out, None, compact=False)
+                continue
+            out += INT32.pack(len(records))
+            pieces.append(records)
+            out = bytearray()
+            pieces.append(out)
+    return b"".join(pieces)
