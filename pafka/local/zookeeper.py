@@ -21,6 +21,9 @@ from pafka.local.ports import free_port
 DEBIAN_CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
+# How long pause() waits for the stopped server's threads to have stopped.
+PAUSE_TIMEOUT_S = 5.0
+
 
 def java_available() -> bool:
     return shutil.which("java") is not None and Path("/usr/share/java/zookeeper.jar").exists()
@@ -124,12 +127,36 @@ class ZooKeeperServer:
         self.process = None
 
     def pause(self) -> None:
+        """Stop the server's process, returning once every thread of it has stopped: SIGSTOP
+        only asks, and a thread still running a moment later may answer one more request."""
         if self.process is not None:
             os.kill(self.process.pid, signal.SIGSTOP)
+            _wait_stopped(self.process.pid, PAUSE_TIMEOUT_S)
 
     def resume(self) -> None:
         if self.process is not None:
             os.kill(self.process.pid, signal.SIGCONT)
+
+
+def _wait_stopped(pid: int, timeout_s: float) -> None:
+    """Wait until every thread of ``pid`` is stopped (Linux's /proc; elsewhere, or for a process
+    that is gone, return at once)."""
+    tasks = Path(f"/proc/{pid}/task")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            states = [_task_state(task) for task in tasks.iterdir()]
+        except OSError:
+            return
+        if all(state in ("T", "t") for state in states):
+            return
+        time.sleep(0.001)
+    raise CoordinationError(f"ZooKeeper (pid {pid}) did not stop within {timeout_s:g}s")
+
+
+def _task_state(task: Path) -> str:
+    # The state follows the command name, which is in parentheses and may hold spaces.
+    return (task / "stat").read_text().rpartition(")")[2].split()[0]
 
 
 def four_letter(connect_string: str, command: bytes, timeout_s: float = 1.0) -> bytes | None:
