@@ -172,7 +172,12 @@ class CompactedLogMachine(RuleBasedStateMachine):
         self._before_clean()
         asyncio.run(cleaner_of(self.log).clean_once(self.now_ms))
         self._after_clean()
-        assert self._first_dirty() == self.log.active.base_offset
+        first_dirty = self._first_dirty()
+        # A dirty section of no bytes is not cleanable (its dirty ratio is 0, as in Kafka), and
+        # stays where it is: after a crash that lost the checkpoint of a clean whose swaps
+        # recovery completed, the segments below the active one may all be empty.
+        dirty = [s for s in self.log.segments[:-1] if s.base_offset >= first_dirty]
+        assert first_dirty == self.log.active.base_offset or all(s.size == 0 for s in dirty)
         self.check_clean_section_holds_each_key_once()
         # An emptied batch stays only while it is its producer's last.
         empty = [h for h in self.log.iter_headers() if h.records_count == 0]
