@@ -167,7 +167,7 @@ class HotPath:
         self._streamed: ASGIApp = metrics.measured(errors.AnswerBugs(self._serve))
 
     def wants(self, scope: Scope) -> bool:
-        """Whether this request is served here (and then :attr:`serve` answers it)."""
+        """Whether this request is served here (and then :meth:`serve` answers it)."""
         if scope["type"] != "http" or scope.get("root_path"):
             return False
         found = match(scope["method"], scope["path"])
