@@ -107,7 +107,7 @@ def decode_uniform_column(texts: Sequence[str]) -> list[bytes] | None:
 def _cutter(keep: int, skip: int, count: int) -> struct.Struct:
     """Cuts ``count`` decoded texts back apart: each text's ``keep`` bytes, then the ``skip``
     bytes its padding decoded to. One call in C, not a slice per value."""
-    return struct.Struct(f"{keep}s{skip}x" * count if skip else f"{keep}s" * count)
+    return struct.Struct(f"{keep}s{skip}x" * count)  # "0x": no bytes to skip
 
 
 def _stored_strings(texts: list[Any], binary: bool) -> list[bytes] | None:
