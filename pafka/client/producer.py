@@ -68,13 +68,13 @@ class OutgoingRecord(NamedTuple):
     timestamp_ms: int | None = None
 
 
-@dataclass(frozen=True)
-class Appended:
+class Appended(NamedTuple):
     """Where a send's records landed: offsets ``base_offset .. base_offset + count - 1``.
 
     ``timestamp_ms`` is what Kafka's producer reports as the records' timestamp: the log
     append time when the topic stamps records so (``log_append_time``), else the create time
-    of records sent without one of their own (the time of the send)."""
+    of records sent without one of their own (the time of the send). A tuple: one is made per
+    send."""
 
     partition: int
     base_offset: int
