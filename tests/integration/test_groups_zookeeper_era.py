@@ -37,6 +37,7 @@ from pafka.zk.znodes import ZkConsumerRegistration
 from tests.integration.conftest import ClusterHandle
 from tests.integration.test_groups_bad_input import (
     INCONSISTENT_GROUP_PROTOCOL,
+    NON_EMPTY_GROUP,
     NONE,
     GroupConn,
     connect,
@@ -412,6 +413,33 @@ def test_a_group_of_garbage_fails_with_the_node_named(cluster: ClusterHandle) ->
     code, listed = _list_groups(cluster)
     assert code == NONE and group not in listed
     cluster.zk.delete(Z.group_path(group), recursive=True)
+
+
+@pytest.mark.parametrize("kind", NODE_KINDS)
+def test_a_group_of_garbage_is_deleted_unless_a_consumer_is_registered(
+    cluster: ClusterHandle, healthy: tuple[str, str, Consumer], kind: str
+) -> None:
+    """As ZooKeeper-era tools delete a group: what its nodes hold is not read, only whether a
+    consumer is registered under ids (a member node, garbage or not, keeps it)."""
+    _topic, good_group, _member = healthy
+    group = _name(f"delete-{kind}")
+    _plant(cluster.zk, group, kind, b"\xff\xfe\x00")
+    conn = connect(cluster, group)
+    try:
+        code = conn.delete()
+    finally:
+        conn.close()
+    try:
+        if kind == "ids":
+            assert code == NON_EMPTY_GROUP
+            assert cluster.zk.exists(Z.member_path(group, "m-1"))
+        else:
+            assert code == NONE
+            assert not cluster.zk.exists(Z.group_path(group))
+        assert good_group in _list_groups(cluster)[1]
+    finally:
+        with contextlib.suppress(NoNodeError):
+            cluster.zk.delete(Z.group_path(group), recursive=True)
 
 
 def test_groups_keep_working_while_another_joins_and_leaves(cluster: ClusterHandle) -> None:

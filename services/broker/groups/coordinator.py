@@ -384,7 +384,14 @@ class GroupCoordinator:
         return found
 
     async def delete(self, group: str) -> None:
-        rt = await self.group(group, create=False)
+        try:
+            rt = await self.group(group, create=False)
+        except CorruptZNodeError:
+            # A group that cannot be loaded can still be deleted, as ZooKeeper-era tools
+            # delete one: unread, unless a consumer is registered (logged already).
+            await self.zk.run(store.delete_unreadable_group, self.zk.kazoo, group)
+            log.info("deleted group %r, which could not be read", group)
+            return
         if rt is None:
             raise GroupIdNotFoundError(f"group {group!r} does not exist")
         async with rt.lock:

@@ -13,9 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoNodeError, NotEmptyError
 
-from pafka.errors import CoordinationError, CorruptZNodeError, NotCoordinatorError
+from pafka.errors import (
+    CoordinationError,
+    CorruptZNodeError,
+    NonEmptyGroupError,
+    NotCoordinatorError,
+)
 from pafka.groups.consumer_protocol import TopicPartition
 from pafka.groups.zk_coordinated import ZkConsumers
 from pafka.zk.client import check_transaction
@@ -210,7 +215,26 @@ def release(zk: KazooClient, claim: Claim) -> None:
 
 def delete_group(zk: KazooClient, claim: Claim) -> None:
     """Delete the whole ``/consumers/{group}`` tree in one fenced transaction."""
-    root = Z.group_path(claim.group)
+    _delete_tree(zk, claim.group, claim.version)
+
+
+def delete_unreadable_group(zk: KazooClient, group: str) -> None:
+    """Delete a group whose nodes do not decode, as ZooKeeper-era tools delete a group: the
+    contents are not read, only whether a consumer is registered under ``ids`` (then
+    NonEmptyGroupError, whatever its node holds). Fenced by the coordinator node's version when
+    there is one (a claim taken meanwhile fails it); a consumer registering meanwhile fails it
+    too, since its parent is then deleted with a child the transaction does not name."""
+    registered = children(zk, Z.ids_path(group))
+    if registered:
+        raise NonEmptyGroupError(
+            f"group {group!r} has {len(registered)} consumer node(s) registered under "
+            f"{Z.ids_path(group)}"
+        )
+    stat = zk.exists(Z.coordinator_path(group))
+    _delete_tree(zk, group, None if stat is None else stat.version)
+
+
+def _delete_tree(zk: KazooClient, group: str, claim_version: int | None) -> None:
     doomed: list[str] = []
 
     def walk(path: str) -> None:
@@ -218,14 +242,18 @@ def delete_group(zk: KazooClient, claim: Claim) -> None:
             walk(f"{path}/{child}")
         doomed.append(path)
 
-    walk(root)
+    walk(Z.group_path(group))
     txn = zk.transaction()
-    txn.check(Z.coordinator_path(claim.group), claim.version)
+    if claim_version is not None:
+        txn.check(Z.coordinator_path(group), claim_version)
     for path in doomed:
         txn.delete(path)
     results: list[Any] = txn.commit()
-    if isinstance(results[0], BadVersionError | NoNodeError):
-        raise NotCoordinatorError(f"lost the claim on group {claim.group!r}")
+    if claim_version is not None and isinstance(results[0], BadVersionError | NoNodeError):
+        raise NotCoordinatorError(f"lost the claim on group {group!r}")
+    if any(isinstance(result, NotEmptyError) for result in results):
+        # A node was created under the tree after it was read: a consumer registering.
+        raise NonEmptyGroupError(f"group {group!r} changed while it was being deleted")
     check_transaction(results)
 
 
