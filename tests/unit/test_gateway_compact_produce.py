@@ -1,0 +1,117 @@
+"""Compact keyless produce bodies cut into columns without a parse, against the parse: whatever
+the cut takes, the parse reads the same; whatever the parse refuses, the cut leaves to it."""
+
+from __future__ import annotations
+
+import base64
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pafka.errors import RestError
+from services.gateway.compact_produce import compact_columns
+from services.gateway.formats import COLUMNS_FROM_RECORDS, EmbeddedFormat, parse_produce
+from services.gateway.plain_columns import PlainColumns
+
+MAX_RECORDS = 64
+
+
+def _body(values: list[bytes]) -> bytes:
+    texts = [base64.b64encode(value).decode() for value in values]
+    return orjson.dumps({"records": [{"value": text} for text in texts]})
+
+
+def _parsed(body: bytes) -> PlainColumns | RestError | None:
+    """What the parse makes of ``body`` when the cut is not there to take it."""
+    try:
+        found = parse_produce(b" " + body, EmbeddedFormat.BINARY, max_records=MAX_RECORDS)
+    except RestError as exc:
+        return exc
+    return found.columns
+
+
+uniform_values = st.integers(0, 60).flatmap(
+    lambda size: st.lists(st.binary(min_size=size, max_size=size), min_size=1, max_size=80)
+)
+
+
+@given(uniform_values)
+def test_a_compact_body_of_one_value_size_is_cut_as_the_parse_reads_it(values: list[bytes]) -> None:
+    body = _body(values)
+    cut = compact_columns(body, COLUMNS_FROM_RECORDS, MAX_RECORDS)
+    if COLUMNS_FROM_RECORDS <= len(values) <= MAX_RECORDS and values[0]:
+        assert cut == PlainColumns(None, values)
+    else:  # too few or too many records, or empty values: the parse's to read or refuse
+        assert cut is None
+    assert cut is None or _parsed(body) == cut
+
+
+# What JSON allows or a client may write between and inside the values, and damage.
+INSERTS = st.sampled_from(
+    [" ", "\n", "\\/", "\\u0041", '\\"', '"', ",", "=", "==", "A", "+", "}", "{", "é",
+     '"},{"value":"', '","value":"', '","key":"AAAA', '"},{"value":null,"x":"', "\x00"]
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(
+    uniform_values,
+    st.lists(st.tuples(st.integers(0, 10_000), INSERTS), max_size=3),
+    st.tuples(st.integers(0, 60), INSERTS) | st.none(),
+    st.integers(0, 6),
+)
+def test_whatever_the_cut_takes_the_parse_reads_the_same(
+    values: list[bytes],
+    inserts: list[tuple[int, str]],
+    in_every_value: tuple[int, str] | None,
+    cut_from_end: int,
+) -> None:
+    """Damage anywhere in the body, the same damage in every value (so that the values keep
+    one size), and an end cut off or replaced."""
+    texts = [base64.b64encode(value).decode() for value in values]
+    if in_every_value is not None:
+        at, text = in_every_value
+        texts = [t[:at] + text + t[at:] for t in texts]
+    body = b'{"records":[' + b",".join(b'{"value":"%s"}' % t.encode() for t in texts) + b"]}"
+    for at, text in inserts:
+        at %= len(body) + 1
+        body = body[:at] + text.encode() + body[at:]
+    if cut_from_end:
+        body = body[:-cut_from_end] + b"A" * (cut_from_end % 3)
+    cut = compact_columns(body, COLUMNS_FROM_RECORDS, MAX_RECORDS)
+    if cut is not None:
+        assert _parsed(body) == cut
+
+
+def _records(record: bytes, count: int = 2 * COLUMNS_FROM_RECORDS) -> bytes:
+    return b'{"records":[' + b",".join([record] * count) + b"]}"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _records(b'{"value":"AAAA"}').replace(b":[", b": ["),  # spaces
+        _records(b'{"value":"AAAA","key":"AAAA"}'),
+        _records(b'{"value":"AA\\/A"}'),  # an escaped slash: JSON, not base64 as it stands
+        _records(b'{"value":"AA\\u0041A"}'),
+        _records(b'{"value":"AAAA","value":"BBBB"}'),
+        _records(b'{"value":"AAAA"}') + b"\n",
+        _records(b'{"value":"AAAA"}')[:-2] + b"}",
+        _records(b'{"value":"AAAA"}')[:-4] + b'"}]]',  # not closed as it began
+        _records(b'{"value":"AAA="}').replace(b"AAA=", b"AAAA", 1),  # two paddings
+        _records(b'{"value":"AAAA"}').replace(b"AAAA", b"AAAAAAAA", 1),  # two sizes
+        _records(b'{"value":"A=AA"}'),
+        _records(b'{"value":"\xc3\xa9AAA"}'),
+        _records(b'{"value":"AAAA"}', MAX_RECORDS + 1),
+    ],
+)
+def test_anything_but_the_plain_compact_form_is_left_to_the_parse(body: bytes) -> None:
+    assert compact_columns(body, 1, MAX_RECORDS) is None
+
+
+def test_the_plain_compact_form_is_taken() -> None:
+    """The control for the cases above: the same records, plainly written, are cut."""
+    body = _records(b'{"value":"AAAA"}')
+    assert compact_columns(body, 1, MAX_RECORDS) == PlainColumns(None, [bytes(3)] * 16)
