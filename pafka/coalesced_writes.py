@@ -68,6 +68,9 @@ class CoalescingTransport:
         self._held = None
         self._transport.abort()
 
+    def is_closing(self) -> bool:  # asked on every answer: not through __getattr__
+        return self._transport.is_closing()
+
     def get_write_buffer_size(self) -> int:
         return self._transport.get_write_buffer_size() + len(self._held or b"")
 

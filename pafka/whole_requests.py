@@ -135,9 +135,11 @@ class WholeCycle:
 
     def head(self, status: int, headers: list[tuple[bytes, bytes]], length: int) -> list[bytes]:
         """The answer's status line and headers (its length unless the app gave it)."""
-        content = [STATUS_LINE[status]]
-        has_length = has_close = False
-        for name, value in [*self.protocol.server_state.default_headers, *headers]:
+        default, has_length, has_close = _written_defaults(self.protocol.server_state)
+        content = [STATUS_LINE[status], default]
+        if has_close:
+            self.keep_alive = False
+        for name, value in headers:
             lower = name.lower()
             if lower == b"content-length":
                 has_length = True
@@ -151,6 +153,25 @@ class WholeCycle:
             content.append(b"connection: close\r\n")
         content.append(b"\r\n")
         return content
+
+
+# The server's default headers as written, with whether they name a length or a close: the
+# list is replaced when they change (its date, once a second), so it is known by identity.
+_defaults_written: tuple[object, tuple[bytes, bool, bool]] = (None, (b"", False, False))
+
+
+def _written_defaults(server_state: Any) -> tuple[bytes, bool, bool]:
+    global _defaults_written
+    defaults = server_state.default_headers
+    if _defaults_written[0] is not defaults:
+        lines, has_length, has_close = [], False, False
+        for name, value in defaults:
+            lower = name.lower()
+            has_length = has_length or lower == b"content-length"
+            has_close = has_close or (lower == b"connection" and b"close" in value.lower())
+            lines += [lower, b": ", value, b"\r\n"]
+        _defaults_written = (defaults, (b"".join(lines), has_length, has_close))
+    return _defaults_written[1]
 
 
 class WholeRequestsProtocol(HttpToolsProtocol):
