@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.metrics_core import Metric
@@ -55,6 +55,12 @@ class _HostedTopicSeries(Collector):
                 counter.labels(topic)
             self._initialised.add(topic)
         return iter(())
+
+
+class TopicCounters(NamedTuple):
+    messages_in: Any
+    bytes_in: Any
+    bytes_out: Any
 
 
 class BrokerMetrics:
@@ -226,6 +232,21 @@ class BrokerMetrics:
         register_build_info(r, "broker")
         self._request_children: dict[tuple[int, int], tuple[Any, Any]] = {}
         self._error_children: dict[tuple[int, int], Any] = {}
+        self._topic_children: dict[str, TopicCounters] = {}
+
+    def topic_counters(self, topic: str) -> TopicCounters:
+        """A topic's records-in, bytes-in and bytes-out counters, looked up once (a label
+        lookup hashes and locks, several times per partition of every request otherwise; a
+        topic's series are never removed)."""
+        found = self._topic_children.get(topic)
+        if found is None:
+            found = TopicCounters(
+                self.messages_in.labels(topic),
+                self.bytes_in.labels(topic),
+                self.bytes_out.labels(topic),
+            )
+            self._topic_children[topic] = found
+        return found
 
     def request_children(self, api_key: int, api_version: int) -> tuple[Any, Any]:
         """The request counter and latency histogram children of one API version."""

@@ -175,7 +175,7 @@ def partition_data(ctx: RequestContext, item: PartitionFetch) -> PartitionData:
         # Records empty, not null: librdkafka drops a whole response with a null set.
         return PartitionData(partition_index=item.index, error_code=error.code, records=b"")
     r = item.result
-    ctx.broker.metrics.bytes_out.labels(item.topic).inc(len(r.records))
+    ctx.broker.metrics.topic_counters(item.topic).bytes_out.inc(len(r.records))
     return PartitionData(
         partition_index=item.index,
         error_code=0,

@@ -56,8 +56,9 @@ async def handle_produce(ctx: RequestContext, request: ProduceRequestBody) -> Pr
             except PafkaError as exc:
                 appended.append((name, pdata.index, None, exc))
                 continue
-            broker.metrics.messages_in.labels(name).inc(record_count(records))
-            broker.metrics.bytes_in.labels(name).inc(len(records))
+            counters = broker.metrics.topic_counters(name)
+            counters.messages_in.inc(record_count(records))
+            counters.bytes_in.inc(len(records))
             appended.append((name, pdata.index, partition, result))
     if acks == -1:
         # Wait for all partitions of the request together, not one after another.
