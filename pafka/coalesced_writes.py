@@ -3,10 +3,13 @@
 uvicorn writes a response's status line and headers, then its body, as two transport writes:
 two ``send`` calls (and, on a TCP_NODELAY socket, two segments) per answer, which cost a
 one-record produce more than its whole parse. :class:`CoalescingTransport` holds a small
-write for the rest of the current turn of the event loop: the next write joins it (so the head
-and a small body go out as one), and whatever is still held goes out at the end of the turn
-(a HEAD answer, a head alone) or before the connection closes. The bytes and their order are
-unchanged; only their grouping into writes differs.
+response head (a write ending in the blank line that ends a head) for the rest of the current
+turn of the event loop: the next write joins it (so the head and a small body go out as one),
+and whatever is still held goes out at the end of the turn (a HEAD answer, a head alone) or
+before the connection closes. Any other write goes out at once: a chunk of a streamed body
+(a follow read's batches) has no head to join, and holding it to the end of the turn would
+only delay it behind whatever else the turn runs. The bytes and their order are unchanged;
+only their grouping into writes differs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 # Held at most this much at once: a response head and a small body. Larger bodies are written
 # as they come (joining would copy them for one syscall saved).
 HOLD_LIMIT_BYTES = 16 * 1024
+_HEAD_END = b"\r\n\r\n"
 
 
 class CoalescingTransport:
@@ -36,7 +40,7 @@ class CoalescingTransport:
                 self._transport.write(held + bytes(data))
                 return
             self._transport.write(held)
-        if len(data) <= HOLD_LIMIT_BYTES and not self._transport.is_closing():
+        if len(data) <= HOLD_LIMIT_BYTES and _ends_head(data) and not self._transport.is_closing():
             self._held = bytes(data)
             asyncio.get_running_loop().call_soon(self.flush)
             return
@@ -76,6 +80,10 @@ class CoalescingTransport:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
+
+
+def _ends_head(data: bytes | bytearray | memoryview) -> bool:
+    return bytes(data[-4:]) == _HEAD_END
 
 
 class CoalescingHttpToolsProtocol(HttpToolsProtocol):

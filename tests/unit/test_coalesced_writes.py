@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from pafka.coalesced_writes import HOLD_LIMIT_BYTES
+from pafka.coalesced_writes import HOLD_LIMIT_BYTES, CoalescingTransport
 from pafka.httpserver import start_http
 from pafka.local.ports import free_port
 
@@ -89,3 +89,42 @@ def test_pipelined_requests_are_answered_in_order() -> None:
         writer.close()
 
     serve(scenario)
+
+
+class _Recorder:
+    """The transport's side: what was written, write by write."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+
+    def is_closing(self) -> bool:
+        return False
+
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n"
+
+
+def test_a_head_waits_for_its_body_within_the_turn_and_a_lone_chunk_does_not_wait() -> None:
+    async def main() -> list[list[bytes]]:
+        seen = []
+        recorder = _Recorder()
+        transport = CoalescingTransport(recorder)  # type: ignore[arg-type]
+        transport.write(HEAD)
+        seen.append(list(recorder.writes))  # held
+        transport.write(b"ok")
+        seen.append(list(recorder.writes))  # joined with its head, written
+        transport.write(b"5\r\nchunk\r\n")  # a streamed body's chunk: no head to wait for
+        seen.append(list(recorder.writes))
+        transport.write(HEAD)
+        await asyncio.sleep(0)  # the end of the turn
+        seen.append(list(recorder.writes))
+        return seen
+
+    held, joined, chunk, turn_end = asyncio.run(main())
+    assert held == []
+    assert joined == [HEAD + b"ok"]
+    assert chunk == [HEAD + b"ok", b"5\r\nchunk\r\n"]
+    assert turn_end == [HEAD + b"ok", b"5\r\nchunk\r\n", HEAD]
