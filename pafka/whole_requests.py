@@ -75,11 +75,14 @@ class _Waiting:
 
 class WholeCycle:
     """One whole request and its answer, in the attributes uvicorn's protocol reads of a cycle
-    (``response_complete``, ``disconnected``, ``keep_alive``, ``message_event``)."""
+    (``response_complete``, ``disconnected``, ``keep_alive``, ``message_event``).
 
-    def __init__(self, protocol: WholeRequestsProtocol, scope: dict[str, Any], keep_alive: bool):
+    It holds no reference to its scope, whose extensions hold its :meth:`answer_whole`: that
+    would make each request a reference cycle, left for the garbage collector to find (at a
+    gateway's 10,000 requests a second, a tenth of its CPU) instead of freed when it ends."""
+
+    def __init__(self, protocol: WholeRequestsProtocol, keep_alive: bool):
         self.protocol = protocol
-        self.scope = scope
         self.keep_alive = keep_alive
         self.parts: list[bytes] = []
         self.message_event = _Waiting()
@@ -202,7 +205,8 @@ class WholeRequestsProtocol(HttpToolsProtocol):
         if type(cycle) is not WholeCycle:
             super().on_message_complete()
             return
-        task = self.loop.create_task(self._serve_whole(cycle, self._whole_app))
+        # The scope is still this request's: the next one's begins after this callback.
+        task = self.loop.create_task(self._serve_whole(cycle, self.scope, self._whole_app))
         task.add_done_callback(self.tasks.discard)
         self.tasks.add(task)
 
@@ -244,14 +248,14 @@ class WholeRequestsProtocol(HttpToolsProtocol):
         if app is None:
             return None
         keep_alive = http_version != "1.0" and parser.should_keep_alive()
-        cycle = WholeCycle(self, scope, keep_alive)  # type: ignore[arg-type]
+        cycle = WholeCycle(self, keep_alive)
         extensions = {**scope.get("extensions", {}), WHOLE_ANSWER: {"answer": cycle.answer_whole}}
         scope["extensions"] = extensions  # type: ignore[typeddict-item]
         return cycle, app
 
-    async def _serve_whole(self, cycle: WholeCycle, app: Any) -> None:
+    async def _serve_whole(self, cycle: WholeCycle, scope: Any, app: Any) -> None:
         try:
-            await app(cycle.scope, cycle.receive, cycle.send)
+            await app(scope, cycle.receive, cycle.send)
         except BaseException as exc:
             log.error("Exception in ASGI application\n", exc_info=exc)
             self._fail(cycle)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from pafka.eventloop import use_uvloop
-from pafka.service import freeze_startup_objects, serve, wait_for_termination
+from pafka.service import prepare_garbage_collector, serve, wait_for_termination
 from services.broker.broker import Broker
 from services.broker.settings import BrokerSettings
 
@@ -15,7 +15,7 @@ log = logging.getLogger("pafka.broker")
 async def run(settings: BrokerSettings) -> None:
     broker = Broker(settings)
     await broker.start()
-    freeze_startup_objects()
+    prepare_garbage_collector()
     try:
         await wait_for_termination()
         log.info("shutting down")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pafka.httpserver import start_http
-from pafka.service import freeze_startup_objects, serve, wait_for_termination
+from pafka.service import prepare_garbage_collector, serve, wait_for_termination
 from services.controller.controller import Controller
 from services.controller.http import create_app
 from services.controller.settings import ControllerSettings
@@ -13,7 +13,7 @@ async def run(settings: ControllerSettings) -> None:
     controller = Controller(settings)
     server, http = await start_http(create_app(controller), settings.host, settings.http_port)
     await controller.start()
-    freeze_startup_objects()
+    prepare_garbage_collector()
     try:
         await wait_for_termination()
     finally:

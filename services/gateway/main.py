@@ -17,8 +17,8 @@ from pafka.httpserver import start_http
 from pafka.security.tls import ReloadingContext, reload_forever
 from pafka.service import (
     configure_logging,
-    freeze_startup_objects,
     load_settings,
+    prepare_garbage_collector,
     serve,
     wait_for_termination,
 )
@@ -54,7 +54,7 @@ async def run(
         )
         if tls is not None:
             reloader = asyncio.create_task(reload_forever(tls, settings.https_reload_interval_ms))
-        freeze_startup_objects()
+        prepare_garbage_collector()
         scheme = "HTTPS" if tls else "HTTP"
         log.info("gateway serving REST over %s on %s:%d", scheme, settings.host, settings.port)
         if on_serving is not None:

@@ -30,7 +30,9 @@ class _StoredJson:
 
     def __init__(self) -> None:
         self.inexact = False
-        self._decoder = json.JSONDecoder(parse_float=self._float, parse_constant=_not_json)
+        # Made when first needed: it refers back to this object (a reference cycle, left for
+        # the garbage collector), and most answers never need it.
+        self._decoder: json.JSONDecoder | None = None
 
     def _float(self, text: str) -> float:
         self.inexact = True
@@ -41,6 +43,8 @@ class _StoredJson:
         if found is not exact_json.NOT_EXACT:
             return found  # orjson refuses lone surrogates: none is in what it read
         text = data.decode(json.detect_encoding(data), "surrogatepass")
+        if self._decoder is None:
+            self._decoder = json.JSONDecoder(parse_float=self._float, parse_constant=_not_json)
         found = self._decoder.decode(text)
         if _lone_surrogate(text, found):
             # No UTF-8 answer can carry it (a Kafka client may write any bytes).

@@ -6,6 +6,7 @@ failing app answered as uvicorn answers it."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -165,6 +166,49 @@ def test_an_answer_given_in_one_call_is_the_answer_given_as_messages() -> None:
             assert whole_requests.WHOLE_ANSWER not in other.get("extensions", {})
 
     asyncio.run(scenario())
+
+
+def test_a_request_served_whole_is_freed_when_answered_not_left_to_the_collector() -> None:
+    """Each request's objects go when it is answered: none is left in a reference cycle for
+    the garbage collector to find (which, per request, cost a busy gateway a tenth of its CPU)."""
+
+    async def scenario() -> list[Any]:
+        async with serving() as (port, served):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                # One after another on one connection, answered in one call or as messages.
+                for path in ("/whole-at-once-1", "/whole", "/whole-at-once-2", "/whole"):
+                    writer.write(post(path, b"ab"))
+                    stream = b""
+                    while not answers(stream):
+                        chunk = await asyncio.wait_for(reader.read(65536), 5)
+                        assert chunk, stream
+                        stream += chunk
+                assert len(served.whole) == 4
+                # The connection is still open: only what the requests left unreachable is
+                # garbage now.
+                gc.set_debug(gc.DEBUG_SAVEALL)
+                try:
+                    gc.collect()
+                    left = [
+                        found
+                        for found in gc.garbage
+                        if isinstance(found, whole_requests.WholeCycle)
+                        or (isinstance(found, dict) and whole_requests.WHOLE_ANSWER in found)
+                    ]
+                finally:
+                    gc.set_debug(0)
+                    gc.garbage.clear()
+                return left
+            finally:
+                writer.close()
+
+    gc.collect()
+    gc.disable()
+    try:
+        assert asyncio.run(scenario()) == []
+    finally:
+        gc.enable()
 
 
 def test_pipelined_requests_are_answered_in_order() -> None:
