@@ -61,10 +61,3 @@ def partition_for_key(key: bytes, partitions: int) -> int:
     if partitions <= 0:
         raise ValueError("a topic has at least one partition")
     return to_positive(murmur2(key)) % partitions
-
-
-def spread(start: int, count: int, partitions: int) -> list[int]:
-    """Partitions for ``count`` keyless records, round-robin from the ``start``-th slot."""
-    if partitions <= 0:
-        raise ValueError("a topic has at least one partition")
-    return [(start + i) % partitions for i in range(count)]

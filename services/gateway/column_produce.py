@@ -1,15 +1,17 @@
 """The common produce request written from its columns, with no Python step per record.
 
 A body of plain records (:class:`~services.gateway.plain_columns.PlainColumns`) posted to a
-partition, or posted to a topic with every key null, needs no per-record decision: its records
-go to the path's partition, or round-robin over the topic's partitions, so each partition's
-share of them is a slice of the columns (every ``partitions``-th record). Each share is cut into
-runs of about :data:`~services.gateway.produce.BATCH_TARGET_BYTES`, each run is one
+partition, or posted to a topic with every key null, needs no per-record decision: it is cut
+into runs of about :data:`~services.gateway.produce.BATCH_TARGET_BYTES`, each a slice of the
+columns, which go to the path's partition, or (keyless) each to the next partition in turn
+(as :func:`~services.gateway.produce.choose_partitions` places them). Each run is one
 :meth:`~pafka.client.producer.Producer.send_columns`, and the 200 body is rendered from the
 runs' base offsets.
 
 What a client observes is :func:`services.gateway.produce.write`'s: the same partitions, the same
-batches, records of a partition sent in order, and after a failed run the partition's later
+batches (save that a request of more batches than the topic has partitions, whose batches come
+round to a partition again, may have two of them joined there), records of a partition sent in
+order, and after a failed run the partition's later
 runs not sent at all (reported as not sent), the answer then listing every record's outcome.
 """
 
@@ -48,16 +50,15 @@ class Run:
     held: bool = False  # not sent: an earlier run of its partition failed
 
 
-def shares(count: int, fixed: int | None, partitions: int, keyless_start: int) -> list[Run]:
-    """Each partition's records of the request, as a range of positions: all of them for a
-    partition named in the path, else round-robin from the ``keyless_start``-th partition
-    (record ``i`` to ``(keyless_start + i) % partitions``, as ``spread`` places them)."""
-    if fixed is not None:
-        return [Run(fixed, range(count))]
-    return [
-        Run((keyless_start + first) % partitions, range(first, count, partitions))
-        for first in range(min(partitions, count))
-    ]
+def shares(cut: list[Run], fixed: int | None, partitions: int, first_turn: int) -> list[list[Run]]:
+    """The request's runs (``cut``, in position order) by partition, each partition's in
+    order: all to the path's partition ``fixed``, else run ``n`` to partition
+    ``(first_turn + n) % partitions``."""
+    by_partition: dict[int, list[Run]] = {}
+    for n, run in enumerate(cut):
+        partition = fixed if fixed is not None else (first_turn + n) % partitions
+        by_partition.setdefault(partition, []).append(Run(partition, run.positions))
+    return list(by_partition.values())
 
 
 def runs(columns: PlainColumns, share: Run, whole_fits: bool) -> list[Run]:
@@ -159,14 +160,12 @@ async def write_columns(
     partitions: int,
     acks: int,
 ) -> Response:
-    """Write ``columns`` to the path's partition ``fixed``, or (None) round-robin over the
-    topic's ``partitions``, and answer as a produce request is answered."""
+    """Write ``columns`` to the path's partition ``fixed``, or (None) a run at a time to the
+    next of the topic's ``partitions``, and answer as a produce request is answered."""
     count = len(columns.values)
-    start = keyless.take(partitions)  # taken for every request, as produce.write's caller does
-    whole_fits = _fits_whole(columns)
-    planned = [
-        runs(columns, share, whole_fits) for share in shares(count, fixed, partitions, start)
-    ]
+    cut = runs(columns, Run(0, range(count)), _fits_whole(columns))
+    first_turn = 0 if fixed is not None else keyless.take(len(cut))
+    planned = shares(cut, fixed, partitions, first_turn)
     sends = [_send_share(ctx, topic, columns, share, acks) for share in planned]
     if len(sends) == 1:  # most requests: no task to spawn
         await sends[0]

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
-from pafka.client.partitioner import partition_for_key, spread
+from pafka.client.partitioner import partition_for_key
 from pafka.client.producer import Appended, OutgoingRecord
 from pafka.errors import PafkaError, RestError
 from services.gateway import errors
@@ -32,13 +32,14 @@ NON_RETRIABLE, RETRIABLE = 1, 2  # REST Proxy's per-record error codes
 
 
 class RoundRobin:
-    """Where the next keyless record goes: a counter per gateway process (no coordination
-    needed, spreading is all that is promised)."""
+    """Which partition the next batch of keyless records goes to: a counter per gateway
+    process (no coordination needed, spreading is all that is promised)."""
 
-    def __init__(self) -> None:
-        self.next = 0
+    def __init__(self, start: int = 0) -> None:
+        self.next = start
 
     def take(self, count: int) -> int:
+        """The first of ``count`` turns, taken now."""
         start, self.next = self.next, (self.next + count) % (1 << 31)
         return start
 
@@ -47,21 +48,23 @@ keyless = RoundRobin()
 
 
 def choose_partitions(
-    body: ProduceBody, fixed: int | None, partitions: int, keyless_start: int
+    body: ProduceBody, fixed: int | None, partitions: int, turns: RoundRobin
 ) -> list[int]:
-    """The partition of each record: named, else the path's, else by key, else round-robin."""
+    """The partition of each record: named, else the path's, else by key. Keyless records go a
+    batch at a time (cut as :func:`batches` cuts them) to the next partition in ``turns``, as
+    Kafka's producers have kept keyless records together since 2.4 (KIP-480's sticky
+    partitioner): a small request's records land on one partition, the next request's on the
+    next, and a large one's batches take the partitions in turn."""
+    count = len(body.records)
     if not any(p is not None for p in body.partitions):  # the common request: nothing named
         if fixed is not None:
-            return [fixed] * len(body.records)
+            return [fixed] * count
         if all(r.key is None for r in body.records):
-            return spread(keyless_start, len(body.records), partitions)
-    unkeyed = sum(
-        1
-        for r, named in zip(body.records, body.partitions, strict=True)
-        if named is None and fixed is None and r.key is None
-    )
-    spread_over = iter(spread(keyless_start, unkeyed, partitions))
+            chosen = [0] * count
+            _take_turns(chosen, list(range(count)), body.records, partitions, turns)
+            return chosen
     chosen = []
+    unkeyed = []
     for i, (record, named) in enumerate(zip(body.records, body.partitions, strict=True)):
         if named is not None and fixed is not None and named != fixed:
             raise RestError(
@@ -75,8 +78,26 @@ def choose_partitions(
         elif record.key is not None:
             chosen.append(partition_for_key(record.key, partitions))
         else:
-            chosen.append(next(spread_over))
+            chosen.append(-1)
+            unkeyed.append(i)
+    if unkeyed:
+        _take_turns(chosen, unkeyed, body.records, partitions, turns)
     return chosen
+
+
+def _take_turns(
+    chosen: list[int],
+    unkeyed: list[int],
+    records: list[OutgoingRecord],
+    partitions: int,
+    turns: RoundRobin,
+) -> None:
+    cut = batches(unkeyed, records)
+    first = turns.take(len(cut))
+    for n, run in enumerate(cut):
+        partition = (first + n) % partitions
+        for i in run:
+            chosen[i] = partition
 
 
 def batches(indices: list[int], records: list[OutgoingRecord]) -> list[list[int]]:

@@ -196,15 +196,25 @@ def test_rest_records_are_read_by_kafka_python(cluster: Any, fmt: str) -> None:
         assert list(record.headers) == [("i", b"%d" % i)]
 
 
-def test_keyless_records_are_spread_and_partitions_can_be_named(cluster: Any) -> None:
+def test_keyless_requests_take_partitions_in_turn_and_partitions_can_be_named(
+    cluster: Any,
+) -> None:
+    """Keyless records of a request stay together on one partition (as Kafka's sticky
+    partitioner keeps them), and successive requests take the partitions in turn."""
     topic = new_topic(cluster, "spread")
     base = cluster.gateways[1]
-    response = post(base, f"/topics/{topic}", {"records": [{"value": i} for i in range(9)]})
-    assert response.status_code == 200, response.text
-    counts = [0] * PARTITIONS
-    for o in response.json()["offsets"]:
-        counts[o["partition"]] += 1
-    assert counts == [3, 3, 3]
+    taken = []
+    for n in range(PARTITIONS):
+        records = {"records": [{"value": n * 3 + i} for i in range(3)]}
+        response = post(base, f"/topics/{topic}", records)
+        assert response.status_code == 200, response.text
+        [partition] = {o["partition"] for o in response.json()["offsets"]}
+        assert [o["offset"] for o in response.json()["offsets"]] == [0, 1, 2]
+        taken.append(partition)
+    assert sorted(taken) == list(range(PARTITIONS))
+    for _ in range(PARTITIONS):  # one record a request: each partition takes one in turn
+        assert post(base, f"/topics/{topic}", {"records": [{"value": "one"}]}).status_code == 200
+    assert [end_offset(base, topic, p) for p in range(PARTITIONS)] == [4] * PARTITIONS
     named = post(base, f"/topics/{topic}", {"records": [{"value": "x", "partition": 2}] * 3})
     assert {o["partition"] for o in named.json()["offsets"]} == {2}
     direct = post(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from pafka.client.partitioner import murmur2, partition_for_key, spread, to_positive
+from pafka.client.partitioner import murmur2, partition_for_key, to_positive
 
 # Kafka's own UtilsTest.testMurmur2 (signed Java ints).
 KAFKA_VECTORS = [
@@ -62,18 +60,6 @@ def test_to_positive_drops_only_the_sign_bit() -> None:
     assert to_positive(5) == 5
 
 
-@given(st.integers(min_value=0, max_value=1000), st.integers(1, 200), st.integers(1, 50))
-def test_spread_is_round_robin(start: int, count: int, partitions: int) -> None:
-    chosen = spread(start, count, partitions)
-    assert len(chosen) == count
-    assert chosen[0] == start % partitions
-    assert all(b == (a + 1) % partitions for a, b in itertools.pairwise(chosen))
-    counts = [chosen.count(p) for p in range(partitions)]
-    assert max(counts) - min(counts) <= 1
-
-
 def test_no_partitions_is_refused() -> None:
     with pytest.raises(ValueError):
         partition_for_key(b"k", 0)
-    with pytest.raises(ValueError):
-        spread(0, 1, 0)

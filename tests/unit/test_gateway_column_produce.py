@@ -1,39 +1,78 @@
 """The column write's decisions against the record-by-record write's: which partition each
-record goes to, how a partition's records are cut into sends, and the answer for every mix of
+record goes to, how a request's records are cut into sends, and the answer for every mix of
 written, failed and unsent records."""
 
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pafka.client.partitioner import spread
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import MessageTooLargeError, NotLeaderOrFollowerError
 from services.gateway import column_produce
-from services.gateway.column_produce import runs, shares
+from services.gateway.column_produce import Run, runs, shares
+from services.gateway.formats import ProduceBody
 from services.gateway.plain_columns import PlainColumns
-from services.gateway.produce import BATCH_TARGET_BYTES, Result, answer, batches
-
-
-@given(st.integers(1, 300), st.integers(1, 12), st.integers(0, 2**31 - 1))
-def test_keyless_records_go_where_spread_puts_them(count: int, partitions: int, start: int) -> None:
-    placed = [-1] * count
-    for share in shares(count, None, partitions, start):
-        for position in share.positions:
-            assert placed[position] == -1
-            placed[position] = share.partition
-    assert placed == spread(start, count, partitions)
-
-
-def test_a_named_partition_takes_every_record() -> None:
-    [share] = shares(5, 3, 8, 1234)
-    assert (share.partition, list(share.positions)) == (3, [0, 1, 2, 3, 4])
-
+from services.gateway.produce import (
+    BATCH_TARGET_BYTES,
+    RECORD_OVERHEAD_BYTES,
+    Result,
+    RoundRobin,
+    answer,
+    batches,
+    choose_partitions,
+)
 
 sizes = st.lists(st.integers(0, BATCH_TARGET_BYTES // 3), min_size=1, max_size=20)
+
+
+@given(sizes, st.integers(1, 5), st.integers(0, 2**31 - 1))
+def test_keyless_records_go_where_the_record_by_record_write_puts_them(
+    lengths: list[int], partitions: int, start: int
+) -> None:
+    columns = PlainColumns(None, [b"v" * n for n in lengths])
+    records = columns.records()
+    turns, column_turns = RoundRobin(start), RoundRobin(start)
+    body = ProduceBody(records, [None] * len(records))
+    expected = choose_partitions(body, None, partitions, turns)
+    cut = runs(columns, Run(0, range(len(records))), whole_fits=False)
+    placed = [-1] * len(records)
+    for share in shares(cut, None, partitions, column_turns.take(len(cut))):
+        assert len({run.partition for run in share}) == 1
+        for run in share:
+            for position in run.positions:
+                assert placed[position] == -1
+                placed[position] = run.partition
+    assert placed == expected
+    # Both take as many turns: the next request starts at the same partition either way.
+    assert column_turns.next == turns.next
+
+
+def test_keyless_requests_take_the_partitions_in_turn() -> None:
+    turns = RoundRobin()
+    small = ProduceBody([OutgoingRecord(b"v")] * 3, [None] * 3)
+    chosen = [choose_partitions(small, None, 3, turns) for _ in range(4)]
+    assert chosen == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [0, 0, 0]]
+    # A request of more than a batch: each batch to the next partition, the next request after.
+    half = BATCH_TARGET_BYTES // 2 - RECORD_OVERHEAD_BYTES - 1  # two records to a batch
+    large = [OutgoingRecord(b"v" * half)] * 5
+    assert choose_partitions(ProduceBody(large, [None] * 5), None, 3, turns) == [1, 1, 2, 2, 0]
+    assert choose_partitions(small, None, 3, turns) == [1, 1, 1]
+
+
+def test_a_named_partition_takes_every_run() -> None:
+    cut = [Run(0, range(0, 3)), Run(0, range(3, 5))]
+    [share] = shares(cut, 3, 8, 1234)
+    assert [(run.partition, list(run.positions)) for run in share] == [(3, [0, 1, 2]), (3, [3, 4])]
+
+
+def test_runs_that_come_round_to_a_partition_again_go_in_order() -> None:
+    cut = [Run(0, range(n, n + 1)) for n in range(5)]
+    found = [[(r.partition, r.positions.start) for r in share] for share in shares(cut, None, 2, 1)]
+    assert found == [[(1, 0), (1, 2), (1, 4)], [(0, 1), (0, 3)]]
 
 
 @given(sizes, st.booleans(), st.integers(1, 4))
@@ -42,7 +81,7 @@ def test_runs_are_cut_as_produce_batches_cuts(lengths: list[int], keyed: bool, s
     keys = [b"k" * (n // 2) for n in lengths] if keyed else None
     columns = PlainColumns(keys, values)
     records = columns.records()
-    share = shares(len(values), None, step, 0)[0]
+    share = Run(2, range(0, len(values), step))
     cut = runs(columns, share, whole_fits=False)
     assert [list(run.positions) for run in cut] == batches(list(share.positions), records)
     assert {run.partition for run in cut} == {share.partition}
@@ -80,14 +119,21 @@ outcomes = st.sampled_from(
 )
 
 
-@given(st.integers(1, 30), st.integers(1, 5), st.lists(outcomes, min_size=5, max_size=5))
+@given(
+    st.lists(st.integers(1, 8), min_size=1, max_size=5),
+    st.integers(1, 5),
+    st.lists(outcomes, min_size=5, max_size=5),
+)
 def test_answers_are_the_record_by_record_answers(
-    count: int, partitions: int, picked: list[object]
+    run_lengths: list[int], partitions: int, picked: list[object]
 ) -> None:
-    sent = [
-        _run(share.partition, share.positions, picked[n])
-        for n, share in enumerate(shares(count, None, partitions, 3))
-    ]
+    ends = [0]
+    for length in run_lengths:
+        ends.append(ends[-1] + length)
+    count = ends[-1]
+    cut = [Run(0, range(a, b)) for a, b in pairwise(ends)]
+    planned = [run for share in shares(cut, None, partitions, 3) for run in share]
+    sent = [_run(run.partition, run.positions, picked[n]) for n, run in enumerate(planned)]
     columns_answer = column_produce.answer_runs(count, sent)
     records_answer = answer(_by_record(count, sent))
     assert columns_answer.status_code == records_answer.status_code

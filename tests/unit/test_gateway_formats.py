@@ -35,6 +35,7 @@ from services.gateway.idempotency import (
 from services.gateway.produce import (
     BATCH_TARGET_BYTES,
     Result,
+    RoundRobin,
     answer,
     batches,
     choose_partitions,
@@ -311,19 +312,25 @@ def produce_body(*records: tuple[bytes | None, int | None]) -> ProduceBody:
 def test_partition_choice() -> None:
     from pafka.client.partitioner import partition_for_key
 
+    turns = RoundRobin(1)
     chosen = choose_partitions(
         produce_body((b"user-1", None), (None, 2), (None, None), (None, None), (b"x", 0)),
         None,
         3,
-        keyless_start=1,
+        turns,
     )
-    assert chosen == [partition_for_key(b"user-1", 3), 2, 1, 2, 0]
+    # The keyless records, one batch, go to the next partition in turn; keyed and named
+    # records take no turn.
+    assert chosen == [partition_for_key(b"user-1", 3), 2, 1, 1, 0]
+    assert turns.next == 2
 
 
 def test_posted_partition_wins_unless_a_record_disagrees() -> None:
-    assert choose_partitions(produce_body((b"k", None), (None, 1)), 1, 3, 0) == [1, 1]
+    turns = RoundRobin()
+    assert choose_partitions(produce_body((b"k", None), (None, 1)), 1, 3, turns) == [1, 1]
     with pytest.raises(RestError) as excinfo:
-        choose_partitions(produce_body((None, 0)), 1, 3, 0)
+        choose_partitions(produce_body((None, 0)), 1, 3, turns)
+    assert turns.next == 0
     assert code_of(excinfo) == 42200
 
 

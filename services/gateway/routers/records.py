@@ -236,7 +236,7 @@ async def _produce(
     columns = body.columns
     if key is None and columns is not None and (fixed is not None or columns.keys is None):
         return await write_columns(ctx, topic, columns, fixed, count, ACKS[acks])
-    targets = choose_partitions(body, fixed, count, keyless.take(count))
+    targets = choose_partitions(body, fixed, count, keyless)
     if key is None:
         no_results: list[Result | None] = [None] * len(body.records)
         return answer(await write(ctx, topic, body.records, targets, ACKS[acks], no_results))
@@ -297,7 +297,8 @@ def _options(request: Request) -> tuple[str, str | None]:
     response_model=ProduceResponse,
     summary="Produce records to a topic",
     description="Keyed records go to the partition Kafka's default partitioner picks; keyless "
-    "ones are spread round-robin; a record may name its partition.",
+    "ones go a batch at a time to the next partition in turn (a request's records together, "
+    "as Kafka's sticky partitioner keeps them); a record may name its partition.",
     openapi_extra=PRODUCE_BODY,
     response_class=V2Response,
     responses=PRODUCE_ERRORS,
