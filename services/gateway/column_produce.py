@@ -11,8 +11,8 @@ runs' base offsets.
 What a client observes is :func:`services.gateway.produce.write`'s: the same partitions, the same
 batches (save that a request of more batches than the topic has partitions, whose batches come
 round to a partition again, may have two of them joined there), records of a partition sent in
-order, and after a failed run the partition's later
-runs not sent at all (reported as not sent), the answer then listing every record's outcome.
+order, and after a failed run the partition's later runs not sent at all (reported as not
+sent), the answer then listing every record's outcome.
 """
 
 from __future__ import annotations
