@@ -1,6 +1,6 @@
 """REST gateway throughput against the Kafka protocol, side by side in one run.
 
-    python -m bench.gateway [--seconds 15] [--requests 40000] [--batches 3000] [--brokers 1 3]
+    python -m bench.gateway [--seconds 15] [--requests 40000] [--batches 10000] [--brokers 1 3]
                             [--workers 1 default]
 
 For each cluster shape (1 broker with RF 1, then 3 brokers with RF 3 and min ISR 2) and each
@@ -524,7 +524,7 @@ def main() -> None:
     parser.add_argument("--brokers", type=int, nargs="+", default=[1, 3], choices=[1, 3])
     parser.add_argument("--seconds", type=float, default=15.0, help="time bound of a phase")
     parser.add_argument("--requests", type=int, default=40_000, help="1-record requests")
-    parser.add_argument("--batches", type=int, default=3_000, help="100-record requests")
+    parser.add_argument("--batches", type=int, default=10_000, help="100-record requests")
     parser.add_argument("--concurrency", type=int, default=64, help="requests in flight")
     parser.add_argument("--clients", type=int, default=2, help="load generator processes")
     parser.add_argument("--readers", type=int, default=4, help="concurrent REST readers")
