@@ -164,7 +164,7 @@ async def write_columns(
     next of the topic's ``partitions``, and answer as a produce request is answered."""
     count = len(columns.values)
     cut = runs(columns, Run(0, range(count)), _fits_whole(columns))
-    first_turn = 0 if fixed is not None else keyless.take(len(cut))
+    first_turn = 0 if fixed is not None else keyless.of(topic).take(len(cut))
     planned = shares(cut, fixed, partitions, first_turn)
     sends = [_send_share(ctx, topic, columns, share, acks) for share in planned]
     if len(sends) == 1:  # most requests: no task to spawn

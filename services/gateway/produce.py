@@ -10,6 +10,7 @@ put them out of order.
 from __future__ import annotations
 
 import asyncio
+import random
 import typing
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, NamedTuple
@@ -31,9 +32,8 @@ RECORD_OVERHEAD_BYTES = 32
 NON_RETRIABLE, RETRIABLE = 1, 2  # REST Proxy's per-record error codes
 
 
-class RoundRobin:
-    """Which partition the next batch of keyless records goes to: a counter per gateway
-    process (no coordination needed, spreading is all that is promised)."""
+class Turns:
+    """Which of a topic's partitions the next batch of its keyless records goes to."""
 
     def __init__(self, start: int = 0) -> None:
         self.next = start
@@ -44,11 +44,32 @@ class RoundRobin:
         return start
 
 
-keyless = RoundRobin()
+class KeylessTurns:
+    """Each topic's :class:`Turns`, per gateway process (no coordination needed, spreading is
+    all that is promised). Per topic, as Kafka's sticky partitioner keeps a partition per
+    topic: with one counter for all, requests alternating between two topics of two
+    partitions would each always land on the same one. A new topic starts at a random
+    partition, as Kafka's does, so that gateways do not all start at the first."""
+
+    MAX_TOPICS = 10_000  # past this many, forgotten all at once: only positions are lost
+
+    def __init__(self) -> None:
+        self._topics: dict[str, Turns] = {}
+
+    def of(self, topic: str) -> Turns:
+        turns = self._topics.get(topic)
+        if turns is None:
+            if len(self._topics) >= self.MAX_TOPICS:
+                self._topics.clear()
+            turns = self._topics[topic] = Turns(random.randrange(1 << 31))
+        return turns
+
+
+keyless = KeylessTurns()
 
 
 def choose_partitions(
-    body: ProduceBody, fixed: int | None, partitions: int, turns: RoundRobin
+    body: ProduceBody, fixed: int | None, partitions: int, turns: Turns
 ) -> list[int]:
     """The partition of each record: named, else the path's, else by key. Keyless records go a
     batch at a time (cut as :func:`batches` cuts them) to the next partition in ``turns``, as
@@ -90,7 +111,7 @@ def _take_turns(
     unkeyed: list[int],
     records: list[OutgoingRecord],
     partitions: int,
-    turns: RoundRobin,
+    turns: Turns,
 ) -> None:
     cut = batches(unkeyed, records)
     first = turns.take(len(cut))

@@ -19,8 +19,9 @@ from services.gateway.plain_columns import PlainColumns
 from services.gateway.produce import (
     BATCH_TARGET_BYTES,
     RECORD_OVERHEAD_BYTES,
+    KeylessTurns,
     Result,
-    RoundRobin,
+    Turns,
     answer,
     batches,
     choose_partitions,
@@ -35,7 +36,7 @@ def test_keyless_records_go_where_the_record_by_record_write_puts_them(
 ) -> None:
     columns = PlainColumns(None, [b"v" * n for n in lengths])
     records = columns.records()
-    turns, column_turns = RoundRobin(start), RoundRobin(start)
+    turns, column_turns = Turns(start), Turns(start)
     body = ProduceBody(records, [None] * len(records))
     expected = choose_partitions(body, None, partitions, turns)
     cut = runs(columns, Run(0, range(len(records))), whole_fits=False)
@@ -52,7 +53,7 @@ def test_keyless_records_go_where_the_record_by_record_write_puts_them(
 
 
 def test_keyless_requests_take_the_partitions_in_turn() -> None:
-    turns = RoundRobin()
+    turns = Turns()
     small = ProduceBody([OutgoingRecord(b"v")] * 3, [None] * 3)
     chosen = [choose_partitions(small, None, 3, turns) for _ in range(4)]
     assert chosen == [[0, 0, 0], [1, 1, 1], [2, 2, 2], [0, 0, 0]]
@@ -61,6 +62,26 @@ def test_keyless_requests_take_the_partitions_in_turn() -> None:
     large = [OutgoingRecord(b"v" * half)] * 5
     assert choose_partitions(ProduceBody(large, [None] * 5), None, 3, turns) == [1, 1, 2, 2, 0]
     assert choose_partitions(small, None, 3, turns) == [1, 1, 1]
+
+
+def test_each_topic_takes_its_own_turns() -> None:
+    """Requests alternating between two topics of two partitions: each topic's still take
+    both partitions in turn (one counter for all would give each topic one partition)."""
+    keyless = KeylessTurns()
+    one = ProduceBody([OutgoingRecord(b"v")], [None])
+    placed: dict[str, list[int]] = {"a": [], "b": []}
+    for _ in range(4):
+        for topic in ("a", "b"):
+            placed[topic] += choose_partitions(one, None, 2, keyless.of(topic))
+    for chosen in placed.values():
+        assert chosen in ([0, 1, 0, 1], [1, 0, 1, 0])
+
+
+def test_topics_past_the_limit_are_forgotten_not_kept() -> None:
+    keyless = KeylessTurns()
+    for n in range(KeylessTurns.MAX_TOPICS + 5):
+        keyless.of(f"t{n}")
+    assert len(keyless._topics) <= KeylessTurns.MAX_TOPICS
 
 
 def test_a_named_partition_takes_every_run() -> None:

@@ -35,7 +35,7 @@ from services.gateway.idempotency import (
 from services.gateway.produce import (
     BATCH_TARGET_BYTES,
     Result,
-    RoundRobin,
+    Turns,
     answer,
     batches,
     choose_partitions,
@@ -312,7 +312,7 @@ def produce_body(*records: tuple[bytes | None, int | None]) -> ProduceBody:
 def test_partition_choice() -> None:
     from pafka.client.partitioner import partition_for_key
 
-    turns = RoundRobin(1)
+    turns = Turns(1)
     chosen = choose_partitions(
         produce_body((b"user-1", None), (None, 2), (None, None), (None, None), (b"x", 0)),
         None,
@@ -326,7 +326,7 @@ def test_partition_choice() -> None:
 
 
 def test_posted_partition_wins_unless_a_record_disagrees() -> None:
-    turns = RoundRobin()
+    turns = Turns()
     assert choose_partitions(produce_body((b"k", None), (None, 1)), 1, 3, turns) == [1, 1]
     with pytest.raises(RestError) as excinfo:
         choose_partitions(produce_body((None, 0)), 1, 3, turns)

@@ -236,7 +236,7 @@ async def _produce(
     columns = body.columns
     if key is None and columns is not None and (fixed is not None or columns.keys is None):
         return await write_columns(ctx, topic, columns, fixed, count, ACKS[acks])
-    targets = choose_partitions(body, fixed, count, keyless)
+    targets = choose_partitions(body, fixed, count, keyless.of(topic))
     if key is None:
         no_results: list[Result | None] = [None] * len(body.records)
         return answer(await write(ctx, topic, body.records, targets, ACKS[acks], no_results))

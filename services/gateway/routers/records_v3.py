@@ -199,7 +199,7 @@ class RecordStream(Response):
         if not good:
             return _done(_joined(parsed, []))
         body = ProduceBody([p.record for p in good], [p.partition for p in good])
-        targets = choose_partitions(body, None, count, keyless)
+        targets = choose_partitions(body, None, count, keyless.of(self.topic))
         sent = write_in_order(self.ctx, self.topic, body.records, targets, self.acks)
         return asyncio.ensure_future(self._reports(parsed, sent))
 
