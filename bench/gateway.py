@@ -23,6 +23,9 @@ stops after its count or ``--seconds``, whichever comes first. Gateway, broker a
 are printed per phase (in % of one core): on a 2-core machine they share the cores, so a
 gateway near 100% is the limit, and a client near 100% would be. "records/s per gateway core"
 divides by the gateway's CPU share: what one core would serve, whatever else ran meanwhile.
+"Gateway waiting for a CPU" is the share of the phase the gateway was ready to run while the
+other processes held the cores (the kernel's run delay): a gateway below 100% that waited
+little was idle, its requests waiting on the broker or on the load, not on the cores.
 """
 
 from __future__ import annotations
@@ -230,6 +233,23 @@ def cpu_seconds(pid: int) -> float:
     return own + sum(cpu_seconds(int(child)) for child in children)
 
 
+def runnable_wait_seconds(pid: int) -> float:
+    """Time the threads of ``pid`` (and of its children alive now) spent ready to run but
+    waiting for a CPU (the kernel's schedstat run delay): on a machine whose cores the gateway
+    shares with the brokers and the load, what kept a busy gateway below a whole core."""
+    waited_ns = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            waited_ns += int(stat.read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile, or a kernel without schedstats
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return waited_ns / 1e9 + sum(runnable_wait_seconds(int(child)) for child in children)
+
+
 @dataclass
 class Row:
     cluster: str
@@ -241,6 +261,7 @@ class Row:
     gateway_cpu: float | None = None
     broker_cpu: float | None = None
     client_cpu: float | None = None
+    gateway_wait: float | None = None  # share of the phase ready to run, without a CPU
     versus: str = ""
     ratio: float | None = None
 
@@ -253,11 +274,13 @@ class Load:
 
     def phase(self, cluster: str, name: str, jobs: list[Job]) -> Row:
         cpu_before = {k: cpu_seconds(p) for k, p in self.pids.items()}
+        wait_before = runnable_wait_seconds(self.pids["gateway"])
         started = jobs[0].start_at
         outcomes: list[Outcome] = self.pool.map(run_job, jobs, chunksize=1)
         ended = max(o.ended for o in outcomes)
         elapsed = ended - started
         cpu = {k: (cpu_seconds(p) - cpu_before[k]) / elapsed for k, p in self.pids.items()}
+        waited = (runnable_wait_seconds(self.pids["gateway"]) - wait_before) / elapsed
         errors = sum(o.errors for o in outcomes)
         if errors:
             sample = next(o.first_error for o in outcomes if o.first_error)
@@ -273,6 +296,7 @@ class Load:
             cpu["gateway"],
             cpu["broker"],
             max(o.cpu_s for o in outcomes) / elapsed,
+            waited,
         )
 
     def _jobs(self, shares: list[dict[str, Any]]) -> list[Job]:
@@ -495,18 +519,21 @@ def _line(row: Row) -> str:
         f"  {row.name}: {row.records_per_s:,.0f} records/s, {_fmt(row.requests_per_s, ',.0f')} "
         f"requests/s, p50 {_fmt(row.p50_ms, '.1f')} ms, p99 {_fmt(row.p99_ms, '.1f')} ms, "
         f"CPU gateway {_fmt(row.gateway_cpu, '.0%')} broker {_fmt(row.broker_cpu, '.0%')} "
-        f"client {_fmt(row.client_cpu, '.0%')}"
+        f"client {_fmt(row.client_cpu, '.0%')}, gateway waiting for a CPU "
+        f"{_fmt(row.gateway_wait, '.0%')}"
     )
 
 
 def table(rows: list[Row]) -> str:
     lines = [
         "| cluster | measurement | records/s | requests/s | p50 ms | p99 ms "
-        "| CPU gateway / broker / busiest client | records/s per gateway core | ratio |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| CPU gateway / broker / busiest client | gateway waiting for a CPU "
+        "| records/s per gateway core | ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         cpu = per_core = ""
+        waited = _fmt(r.gateway_wait, ".0%")
         if r.gateway_cpu is not None:
             cpu = f"{r.gateway_cpu:.0%} / {r.broker_cpu:.0%} / {r.client_cpu:.0%}"
             per_core = f"{r.records_per_s / max(r.gateway_cpu, 0.01):,.0f}"
@@ -514,7 +541,7 @@ def table(rows: list[Row]) -> str:
         lines.append(
             f"| {r.cluster} | {r.name} | {r.records_per_s:,.0f} | "
             f"{_fmt(r.requests_per_s, ',.0f')} | {_fmt(r.p50_ms, '.1f')} | "
-            f"{_fmt(r.p99_ms, '.1f')} | {cpu} | {per_core} | {ratio} |"
+            f"{_fmt(r.p99_ms, '.1f')} | {cpu} | {waited} | {per_core} | {ratio} |"
         )
     return "\n".join(lines)
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from pafka.client.producer import OutgoingRecord
 from pafka.errors import RestError
 from services.gateway import exact_json
-from services.gateway.compact_produce import compact_columns
+from services.gateway.compact_produce import compact_columns, compact_json_strings
 from services.gateway.plain_columns import PlainColumns, decode_base64, read_columns
 
 V2 = "application/vnd.kafka.v2+json"
@@ -343,12 +343,12 @@ def parse_produce(body: bytes, fmt: EmbeddedFormat, *, max_records: int) -> Prod
     columns (:mod:`services.gateway.plain_columns`), one of keys and values of other JSON types
     in one pass (:func:`_plain_records`), any other record field by field
     (:func:`parse_items`), the text naming a record built only for a refusal. The commonest
-    binary body of all is cut into its columns without a parse
+    body of all (compact, keyless, string values) is cut into its columns without a parse
     (:mod:`services.gateway.compact_produce`)."""
-    if fmt is EmbeddedFormat.BINARY:
-        compact = compact_columns(body, COLUMNS_FROM_RECORDS, max_records)
-        if compact is not None:
-            return ProduceBody(None, None, compact)
+    cut = compact_columns if fmt is EmbeddedFormat.BINARY else compact_json_strings
+    compact = cut(body, COLUMNS_FROM_RECORDS, max_records)
+    if compact is not None:
+        return ProduceBody(None, None, compact)
     loaded = exact_json.load_unchecked(body)
     columns = _plain_columns(loaded, fmt, max_records)
     if columns is not None:
