@@ -63,6 +63,10 @@ def compact_json_strings(body: bytes, min_records: int, max_records: int) -> Pla
     if not (body.startswith(_PREFIX) and body.endswith(_SUFFIX)):
         return None
     quoted = body[_VALUES_FROM:_VALUES_TO]
+    values = quoted.split(_BETWEEN_QUOTED)
+    count = len(values)
+    if not min_records <= count <= max_records:
+        return None  # first: a one-record body costs the split alone
     if b"\\" in quoted.translate(_ESCAPES_AS_BACKSLASH):
         return None
     if not quoted.isascii():
@@ -70,10 +74,6 @@ def compact_json_strings(body: bytes, min_records: int, max_records: int) -> Pla
             quoted.decode("utf-8")  # as the parse refuses it: no surrogate, no overlong form
         except UnicodeDecodeError:
             return None
-    values = quoted.split(_BETWEEN_QUOTED)
-    count = len(values)
-    if not min_records <= count <= max_records:
-        return None
     # Each cut lies between a closing and an opening quote, and the only quotes are those
     # (the first value's opening one and the last one's closing one besides): no value holds
     # a quote, so none ends early and the cuts are the form's own.
