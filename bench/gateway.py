@@ -1,7 +1,7 @@
 """REST gateway throughput against the Kafka protocol, side by side in one run.
 
     python -m bench.gateway [--seconds 15] [--requests 40000] [--batches 10000] [--brokers 1 3]
-                            [--workers 1 default]
+                            [--workers 1 default] [--repeat 3]
 
 For each cluster shape (1 broker with RF 1, then 3 brokers with RF 3 and min ISR 2) and each
 gateway worker count (``--workers``: 1, the figures per gateway process, then ``default``, the
@@ -10,7 +10,10 @@ one gateway and measures, with 100-byte records:
 
 * librdkafka producing to the broker directly (the baseline for both produce phases);
 * REST produce, 1 record per request, ``--concurrency`` requests in flight (the gateway's
-  producer coalesces them into shared Produce requests), then 100 records per request;
+  producer coalesces them into shared Produce requests), then 100 records per request; the two
+  phases alternate ``--repeat`` times and each one's run of median throughput is kept (every
+  run's throughput printed beside it): on a shared machine whose speed moves by a fifth from
+  one minute to the next, one run says more about the moment than about the gateway;
 * REST range reads (``GET .../records``, ``--read-size`` records each, JSON and binary) of
   every record the REST phases wrote, against reading the same records through the Kafka
   protocol: a librdkafka consumer and a raw Fetch client that only walks batch headers.
@@ -262,6 +265,7 @@ class Row:
     broker_cpu: float | None = None
     client_cpu: float | None = None
     gateway_wait: float | None = None  # share of the phase ready to run, without a CPU
+    run_records_per_s: list[float] = field(default_factory=list)  # every run, in order
     versus: str = ""
     ratio: float | None = None
 
@@ -337,6 +341,15 @@ class Load:
         return self.phase(cluster, name, self._jobs(shares))
 
 
+def median_run(runs: list[Row]) -> Row:
+    """The run of median throughput (the lower middle one of an even count), with the
+    throughput of every run beside it."""
+    ordered = sorted(runs, key=lambda row: row.records_per_s)
+    middle = ordered[(len(ordered) - 1) // 2]
+    middle.run_records_per_s = [row.records_per_s for row in runs]
+    return middle
+
+
 def _quantile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else 0.0
 
@@ -394,16 +407,20 @@ def run_cluster(brokers: int, workers: int, args: argparse.Namespace, pool: Any)
         # Warm-up: connections, metadata, the first linger cycles.
         load.produce(label, "warm-up", rest, 1, WARMUP_REQUESTS, args.concurrency, 30)
 
-        def produce(name: str, per_request: int, count: int) -> None:
-            row = load.produce(
-                label, name, rest, per_request, count, args.concurrency, args.seconds
-            )
+        phases = (("REST produce, 1 record/request", 1, args.requests),
+                  ("REST produce, 100 records/request", 100, args.batches))  # fmt: skip
+        runs: dict[str, list[Row]] = {name: [] for name, _, _ in phases}
+        for _ in range(args.repeat):  # alternated: each phase meets the machine's moments
+            for name, per_request, count in phases:
+                row = load.produce(
+                    label, name, rest, per_request, count, args.concurrency, args.seconds
+                )
+                runs[name].append(row)
+                print(_line(row), flush=True)
+        for name, _, _ in phases:
+            row = median_run(runs[name])
             row.versus, row.ratio = "librdkafka producer", row.records_per_s / baseline
             rows.append(row)
-            print(_line(row), flush=True)
-
-        produce("REST produce, 1 record/request", 1, args.requests)
-        produce("REST produce, 100 records/request", 100, args.batches)
 
         written = _high_watermark(cluster.bootstrap, rest)
         consumer = consume(cluster.bootstrap, rest, written)
@@ -526,10 +543,10 @@ def _line(row: Row) -> str:
 
 def table(rows: list[Row]) -> str:
     lines = [
-        "| cluster | measurement | records/s | requests/s | p50 ms | p99 ms "
-        "| CPU gateway / broker / busiest client | gateway waiting for a CPU "
+        "| cluster | measurement | records/s | every run's records/s | requests/s | p50 ms "
+        "| p99 ms | CPU gateway / broker / busiest client | gateway waiting for a CPU "
         "| records/s per gateway core | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         cpu = per_core = ""
@@ -538,8 +555,13 @@ def table(rows: list[Row]) -> str:
             cpu = f"{r.gateway_cpu:.0%} / {r.broker_cpu:.0%} / {r.client_cpu:.0%}"
             per_core = f"{r.records_per_s / max(r.gateway_cpu, 0.01):,.0f}"
         ratio = "" if r.ratio is None else f"{r.ratio:.3f} of {r.versus}"
+        every = (
+            ", ".join(f"{x:,.0f}" for x in r.run_records_per_s)
+            if len(r.run_records_per_s) > 1
+            else ""
+        )
         lines.append(
-            f"| {r.cluster} | {r.name} | {r.records_per_s:,.0f} | "
+            f"| {r.cluster} | {r.name} | {r.records_per_s:,.0f} | {every} | "
             f"{_fmt(r.requests_per_s, ',.0f')} | {_fmt(r.p50_ms, '.1f')} | "
             f"{_fmt(r.p99_ms, '.1f')} | {cpu} | {waited} | {per_core} | {ratio} |"
         )
@@ -553,6 +575,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40_000, help="1-record requests")
     parser.add_argument("--batches", type=int, default=10_000, help="100-record requests")
     parser.add_argument("--concurrency", type=int, default=64, help="requests in flight")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of each produce phase (the median is kept)"
+    )
     parser.add_argument("--clients", type=int, default=2, help="load generator processes")
     parser.add_argument("--readers", type=int, default=4, help="concurrent REST readers")
     parser.add_argument("--read-size", type=int, default=1000, help="records per REST read")
