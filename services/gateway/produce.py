@@ -30,6 +30,8 @@ from services.gateway.formats import BODY_TOO_LARGE, INVALID_REQUEST, V2, Produc
 BATCH_TARGET_BYTES = 512 * 1024
 RECORD_OVERHEAD_BYTES = 32
 NON_RETRIABLE, RETRIABLE = 1, 2  # REST Proxy's per-record error codes
+# A produce request's ``acks`` as the API names it, and as the Produce request carries it.
+ACKS = {"all": -1, "-1": -1, "1": 1}
 
 
 class Turns:

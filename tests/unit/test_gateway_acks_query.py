@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 from starlette.requests import Request
 
 from services.gateway.errors import RestError
-from services.gateway.routers.records import ACKS, acks_of
+from services.gateway.produce import ACKS
+from services.gateway.routers.records import acks_of
 
 # Pieces of query strings: the parameter, its values, escapes, separators, other names.
 pieces = st.sampled_from(

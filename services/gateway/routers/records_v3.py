@@ -40,8 +40,9 @@ from services.gateway.formats import (
     media_type,
 )
 from services.gateway.json_stream import JsonStream
-from services.gateway.produce import Result, choose_partitions, keyless, write_in_order
-from services.gateway.routers.records import ACKS, PRODUCE_BODY, PRODUCE_ERRORS, acks_of
+from services.gateway.produce import ACKS, Result, choose_partitions, keyless, write_in_order
+from services.gateway.routers.records import acks_of
+from services.gateway.routers.records_openapi import PRODUCE_BODY, PRODUCE_ERRORS
 from services.gateway.topic_metadata import partition_state, topic_info
 from services.gateway.v3_records import V3Record
 
