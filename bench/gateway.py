@@ -229,11 +229,7 @@ def cpu_seconds(pid: int) -> float:
     """CPU time of ``pid`` and of its children alive now (a gateway's worker processes)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        children = []
-    return own + sum(cpu_seconds(int(child)) for child in children)
+    return own + sum(cpu_seconds(child) for child in _children(pid))
 
 
 def runnable_wait_seconds(pid: int) -> float:
@@ -246,11 +242,17 @@ def runnable_wait_seconds(pid: int) -> float:
             waited_ns += int(stat.read_text().split()[1])
         except (OSError, IndexError, ValueError):
             continue  # a thread that ended meanwhile, or a kernel without schedstats
+    return waited_ns / 1e9 + sum(runnable_wait_seconds(child) for child in _children(pid))
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` alive now (a gateway's worker processes)."""
     try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return [
+            int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        ]
     except OSError:
-        children = []
-    return waited_ns / 1e9 + sum(runnable_wait_seconds(int(child)) for child in children)
+        return []
 
 
 @dataclass
@@ -568,6 +570,13 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def _at_least_one(text: str) -> int:
+    count = int(text)
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: at least one run")
+    return count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--brokers", type=int, nargs="+", default=[1, 3], choices=[1, 3])
@@ -576,7 +585,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10_000, help="100-record requests")
     parser.add_argument("--concurrency", type=int, default=64, help="requests in flight")
     parser.add_argument(
-        "--repeat", type=int, default=3, help="runs of each produce phase (the median is kept)"
+        "--repeat",
+        type=_at_least_one,
+        default=3,
+        help="runs of each produce phase (the median is kept)",
     )
     parser.add_argument("--clients", type=int, default=2, help="load generator processes")
     parser.add_argument("--readers", type=int, default=4, help="concurrent REST readers")

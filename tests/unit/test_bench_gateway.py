@@ -1,8 +1,13 @@
-"""bench.gateway's pure parts: which run of a repeated phase is reported, and the table."""
+"""bench.gateway's pure parts: which run of a repeated phase is reported, the table, and the
+repeat count it takes."""
 
 from __future__ import annotations
 
-from bench.gateway import Row, median_run, table
+import argparse
+
+import pytest
+
+from bench.gateway import Row, _at_least_one, median_run, table
 
 
 def _run(records_per_s: float) -> Row:
@@ -26,3 +31,10 @@ def test_the_table_lists_every_run_only_for_repeated_phases() -> None:
     rows = table([repeated, single]).splitlines()[2:]
     assert "| 11,000 | 9,000, 14,000, 11,000 |" in rows[0]
     assert "| 5,000 |  |" in rows[1]
+
+
+def test_a_phase_runs_at_least_once() -> None:
+    """No median of no runs: --repeat 0 is refused when the arguments are read."""
+    assert _at_least_one("2") == 2
+    with pytest.raises(argparse.ArgumentTypeError):
+        _at_least_one("0")

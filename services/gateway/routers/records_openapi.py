@@ -62,19 +62,21 @@ class OffsetsModel(BaseModel):
     end_offset: int = Field(description="Offset the next record will get", examples=[43])
 
 
+# A record's headers, in v2 and v3 produce bodies alike: names, and values in base64.
+HEADERS_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
+    },
+}
 _RECORD_SCHEMA = {
     "type": "object",
     "properties": {
         "key": {"description": "JSON (json format) or base64 string (binary format); optional"},
         "value": {"description": "JSON (json format) or base64 string (binary format)"},
         "partition": {"type": "integer", "minimum": 0},
-        "headers": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
-            },
-        },
+        "headers": HEADERS_SCHEMA,
         "timestamp": {"type": "integer", "description": "milliseconds since the epoch"},
     },
 }

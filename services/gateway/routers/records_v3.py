@@ -42,7 +42,7 @@ from services.gateway.formats import (
 from services.gateway.json_stream import JsonStream
 from services.gateway.produce import ACKS, Result, choose_partitions, keyless, write_in_order
 from services.gateway.routers.records import acks_of
-from services.gateway.routers.records_openapi import PRODUCE_BODY, PRODUCE_ERRORS
+from services.gateway.routers.records_openapi import HEADERS_SCHEMA, PRODUCE_BODY, PRODUCE_ERRORS
 from services.gateway.topic_metadata import partition_state, topic_info
 from services.gateway.v3_records import V3Record
 
@@ -66,13 +66,7 @@ _REQUEST = {
     "type": "object",
     "properties": {
         "partition_id": {"type": "integer", "minimum": 0},
-        "headers": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
-            },
-        },
+        "headers": HEADERS_SCHEMA,
         "key": _DATA,
         "value": _DATA,
         "timestamp": {"type": "string", "format": "date-time"},
